@@ -1,0 +1,1 @@
+"""raychaos: chaos and fault-tolerance experiments against real Ray clusters."""

@@ -1,0 +1,69 @@
+"""The agent API that workloads use inside the cluster (shipped into every node).
+
+Workloads report through :func:`emit`: one JSON line per event, marked so the host can tell it
+from anything else the driver prints, stamped with wall-clock time (containers share the host
+kernel's clock, so host and cluster timestamps are comparable).
+
+This module imports Ray lazily: it must load under any Ray version the cluster runs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+import time
+from typing import Any
+
+#: Lines starting with this are events; everything else a driver prints is output.
+MARK = "@@raychaos "
+_lock = threading.Lock()
+
+
+def emit(event: str, **fields: Any) -> None:
+    """Record ``event`` with ``fields`` (JSON-able) and the current wall-clock time."""
+    record = {"t": time.time(), "event": event, **fields}
+    line = MARK + json.dumps(record, default=repr, separators=(",", ":"))
+    with _lock:
+        sys.__stdout__.write(line + "\n")
+        sys.__stdout__.flush()
+
+
+def nodes() -> dict[str, dict[str, str]]:
+    """``{node name: {"ip": …, "node_id": …, "role": …}}`` as the host last knew them."""
+    return json.loads(os.environ.get("RAYCHAOS_NODES", "{}"))
+
+
+def node_ip(name: str) -> str:
+    return nodes()[name]["ip"]
+
+
+def node_id() -> str:
+    """The Ray node id of the calling process (driver, task or actor)."""
+    import ray
+
+    return ray.get_runtime_context().get_node_id()
+
+
+def node_id_of(name: str) -> str:
+    """The current Ray node id of the node called ``name``, read from the GCS by its IP."""
+    import ray
+
+    ip = node_ip(name)
+    alive = [n for n in ray.nodes() if n["NodeManagerAddress"] == ip and n["Alive"]]
+    if not alive:
+        raise LookupError(f"no ALIVE Ray node at {ip} ({name})")
+    return alive[0]["NodeID"]
+
+
+def pin(name: str, soft: bool = False) -> Any:
+    """A scheduling strategy that places a task or actor on the node called ``name``."""
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    return NodeAffinitySchedulingStrategy(node_id=node_id_of(name), soft=soft)
+
+
+def knobs() -> dict[str, str]:
+    """The ``RAY_*`` environment in effect for this process (recorded with results)."""
+    return {k: v for k, v in os.environ.items() if k.startswith("RAY_")}

@@ -1,0 +1,623 @@
+"""The Docker backend: a :class:`~chaos.spec.ClusterSpec` realised as containers on one network.
+
+One user-defined bridge network per cluster with fixed addresses (a restarted node keeps its
+IP), one container per Ray node, a Redis container when GCS fault tolerance uses Redis, no
+published ports. Ready means every expected node is ALIVE in the GCS, as the State API reports
+it from inside the cluster, not that containers are running.
+
+Use it as a context manager (it tears down if start fails), or through the pytest fixtures.
+"""
+
+from __future__ import annotations
+
+import io
+import ipaddress
+import json
+import secrets
+import tarfile
+import threading
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from chaos import labels
+from chaos.docker_api import call, connect, translated
+from chaos.errors import ClusterBootTimeout, DockerOperationError, WorkloadError
+from chaos.execstream import ExecStream
+from chaos.history import History
+from chaos.images import ImageBuilder
+from chaos.resources import agent_path
+from chaos.spec import ClusterSpec, NodeSpec, _group_names
+from chaos.workload import WorkloadRun
+
+if TYPE_CHECKING:
+    import docker
+    from docker.models.containers import Container
+    from docker.models.networks import Network
+
+Role = Literal["head", "worker", "driver", "redis"]
+GCS_PORT = 6379
+REDIS_PORT = 6379
+DASHBOARD_PORT = 8265
+RAY_LOGS = "/tmp/ray/session_latest/logs"
+#: Where shipped code (agent, workloads) lives in every node; on the image's PYTHONPATH.
+LIB_DIR = "/raychaos/lib"
+GCS_STORAGE_DIR = "/raychaos/gcs"
+#: Host part of fixed addresses inside the cluster's subnet.
+_HOSTS = {"head": 10, "driver": 11, "redis": 12}
+_FIRST_WORKER_HOST = 20
+
+
+@dataclass
+class Node:
+    """One container of the cluster and what Ray calls it."""
+
+    name: str
+    role: Role
+    ip: str
+    image: str
+    container: Container
+    spec: NodeSpec | None = None
+    ray_version: str | None = None
+    #: The node's current Ray node id; a restarted raylet registers under a new one.
+    node_id: str | None = None
+    #: Every Ray node id this container has had, oldest first.
+    past_node_ids: list[str] = field(default_factory=list)
+
+    @property
+    def expect_join(self) -> bool:
+        return self.role != "redis" and (self.spec is None or self.spec.expect_join)
+
+    def set_node_id(self, node_id: str) -> None:
+        if node_id != self.node_id:
+            if self.node_id:
+                self.past_node_ids.append(self.node_id)
+            self.node_id = node_id
+
+
+@dataclass(frozen=True)
+class ExecResult:
+    exit_code: int
+    output: str
+
+
+class Cluster:
+    """A running (or about to run) Ray cluster in Docker."""
+
+    def __init__(
+        self,
+        spec: ClusterSpec,
+        *,
+        client: docker.DockerClient | None = None,
+        identity: labels.RunIdentity | None = None,
+        test_id: str = "",
+        builder: ImageBuilder | None = None,
+        workload_paths: Sequence[Path] = (),
+        history: History | None = None,
+        tag: str = "c",
+    ) -> None:
+        self.spec = spec.validate()
+        self.client = client or connect()
+        self.identity = identity or labels.RunIdentity()
+        self.test_id = test_id
+        self.builder = builder or ImageBuilder(self.client)
+        self.workload_paths = tuple(workload_paths)
+        self.history = history or History()
+        self.tag = tag
+        self.nodes: dict[str, Node] = {}
+        self.network: Network | None = None
+        self.subnet: ipaddress.IPv4Network | None = None
+        self.volumes: list[str] = []
+        self.redis_password = secrets.token_hex(12) if spec.gcs_ft == "redis" else None
+        self.boot_seconds: float | None = None
+        self._runs = 0
+        self._lock = threading.Lock()
+        self._lib_tar: bytes | None = None
+        #: Unique per cluster in this run; the ``raychaos.cluster`` label of all its objects.
+        self.key = self.identity.name(tag, spec.name)
+
+    # -- lifecycle ------------------------------------------------------------------------
+    def __enter__(self) -> Cluster:
+        try:
+            self.start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def start(self) -> Cluster:
+        started = time.monotonic()
+        self._resolve_images()
+        self.network = self._create_network()
+        if self.spec.gcs_ft == "redis":
+            self._start_redis()
+        if self.spec.gcs_ft == "rocksdb":
+            self._create_volume("gcs")
+        plan = self._plan()
+        # Head and workers boot together: a worker's `ray start` waits for the GCS by itself.
+        with ThreadPoolExecutor(max_workers=min(8, len(plan))) as pool:
+            for node in pool.map(lambda item: self._create_node(*item), plan):
+                self.nodes[node.name] = node
+        self.wait_ready(self.spec.boot_timeout_s)
+        self.boot_seconds = time.monotonic() - started
+        self.history.record("harness", "cluster_ready", seconds=round(self.boot_seconds, 2))
+        return self
+
+    def stop(self) -> None:
+        """Remove every container, the network and volumes, each on its own; report leftovers."""
+        failures: list[str] = []
+        for container in self._containers():
+            try:
+                container.remove(force=True, v=True)
+            except Exception as exc:  # noqa: BLE001 - keep removing the rest
+                if "No such container" not in str(exc):
+                    failures.append(f"container {container.name}: {exc}")
+        if self.network is not None:
+            try:
+                self.network.remove()
+            except Exception as exc:  # noqa: BLE001
+                if "not found" not in str(exc):
+                    failures.append(f"network {self.network.name}: {exc}")
+        for volume in self.volumes:
+            try:
+                self.client.volumes.get(volume).remove(force=True)
+            except Exception as exc:  # noqa: BLE001
+                if "no such volume" not in str(exc).lower():
+                    failures.append(f"volume {volume}: {exc}")
+        if failures:
+            raise DockerOperationError(
+                "teardown left Docker objects behind: " + "; ".join(failures),
+                hint="the next run's sweep removes them, or run `raychaos sweep`",
+            )
+
+    # -- nodes ----------------------------------------------------------------------------
+    @property
+    def head(self) -> Node:
+        return self.nodes[self.spec.head.name]
+
+    @property
+    def driver(self) -> Node:
+        """The node that hosts workload drivers: the driver node, or the head without one."""
+        return self.nodes["driver"] if "driver" in self.nodes else self.head
+
+    def node(self, name: str) -> Node:
+        try:
+            return self.nodes[name]
+        except KeyError:
+            raise WorkloadError(
+                f"no node called {name!r} in cluster {self.spec.name}",
+                hint=f"nodes: {', '.join(self.nodes)}",
+            ) from None
+
+    def ray_nodes(self) -> list[Node]:
+        return [n for n in self.nodes.values() if n.role != "redis"]
+
+    def workers(self) -> list[Node]:
+        return [n for n in self.nodes.values() if n.role == "worker"]
+
+    def node_by_id(self, node_id: str) -> Node:
+        for node in self.nodes.values():
+            if node.node_id == node_id or node_id in node.past_node_ids:
+                return node
+        raise WorkloadError(f"no node of cluster {self.spec.name} has Ray node id {node_id}")
+
+    @property
+    def dashboard_url(self) -> str:
+        return f"http://{self.head.ip}:{DASHBOARD_PORT}"
+
+    def knobs(self, node: str | None = None) -> dict[str, str]:
+        """The ``RAY_*`` settings in effect on ``node`` (default: the driver node)."""
+        target = self.node(node) if node else self.driver
+        env = dict(self.spec.env)
+        if target.spec is not None:
+            env.update(target.spec.env)
+        return {k: v for k, v in env.items() if k.startswith("RAY_")}
+
+    # -- running things inside -------------------------------------------------------------
+    def exec(
+        self, node: str, argv: Sequence[str], *, timeout: float = 60, env: Mapping[str, str] = {}
+    ) -> ExecResult:
+        """Run ``argv`` in ``node`` to completion, bounded by ``timeout`` inside the container."""
+        container = self.node(node).container
+        bounded = ["timeout", "--kill-after=5", f"{timeout:.0f}", *argv]
+        result = call(
+            f"exec {argv[0]} in {container.name}",
+            lambda: container.exec_run(bounded, environment=dict(env)),
+        )
+        return ExecResult(int(result.exit_code or 0), result.output.decode(errors="replace"))
+
+    def stream(
+        self, node: str, argv: Sequence[str], *, source: str, bound_s: float,
+        env: Mapping[str, str] | None = None,
+    ) -> ExecStream:
+        """Start ``argv`` in ``node`` and stream its events into the history."""
+        merged = {"RAYCHAOS_NODES": json.dumps(self.node_map()), **(env or {})}
+        return ExecStream(
+            self.node(node).container, argv, source=source, history=self.history,
+            env=merged, bound_s=bound_s,
+        )
+
+    def run(
+        self,
+        target: str,
+        *,
+        node: str | None = None,
+        timeout: float = 300,
+        env: Mapping[str, str] | None = None,
+        **kwargs: Any,
+    ) -> WorkloadRun:
+        """Start workload ``module:function(**kwargs)`` on ``node`` (default: the driver node)."""
+        if ":" not in target:
+            raise WorkloadError(
+                f"workload target {target!r} is not MODULE:FUNCTION",
+                hint="e.g. cluster.run('workloads.tasks:retry_until_success', attempts=3)",
+            )
+        try:
+            payload = json.dumps(kwargs)
+        except TypeError as exc:
+            raise WorkloadError(f"workload arguments must be JSON-able: {exc}") from exc
+        with self._lock:
+            self._runs += 1
+            source = f"workload-{self._runs}"
+        host = node or self.driver.name
+        self.history.record("harness", "workload_start", target=target, node=host, run=source)
+        env_all = {"RAY_ADDRESS": "auto", **self.knobs(host), **(env or {})}
+        stream = self.stream(
+            host,
+            ["python", "-u", "-m", "raychaos_agent.run", target, payload],
+            source=source,
+            bound_s=timeout,
+            env=env_all,
+        )
+        return WorkloadRun(target, stream, self.history, timeout)
+
+    def node_map(self) -> dict[str, dict[str, str]]:
+        return {
+            n.name: {"ip": n.ip, "node_id": n.node_id or "", "role": n.role}
+            for n in self.nodes.values()
+        }
+
+    def ray_status(self, timeout: float = 30) -> str:
+        """``ray status`` as the head sees it (or why it could not be had)."""
+        try:
+            result = self.exec(self.head.name, ["ray", "status"], timeout=timeout)
+        except Exception as exc:  # noqa: BLE001 - diagnostics must not raise
+            return f"(ray status unavailable: {exc})"
+        return result.output
+
+    def logs(self, node: str, tail: int = 40) -> str:
+        """The container's own log (``ray start`` output) plus the tails of Ray's session logs."""
+        target = self.node(node)
+        parts: list[str] = []
+        try:
+            parts.append(target.container.logs(tail=tail).decode(errors="replace"))
+        except Exception as exc:  # noqa: BLE001 - diagnostics must not raise
+            parts.append(f"(container log unavailable: {exc})")
+        if target.role != "redis":
+            try:
+                result = self.exec(
+                    node,
+                    ["sh", "-c", f"tail -n {tail} {RAY_LOGS}/raylet.out {RAY_LOGS}/gcs_server.out"
+                     " 2>/dev/null"],
+                    timeout=15,
+                )
+                parts.append(result.output)
+            except Exception as exc:  # noqa: BLE001
+                parts.append(f"(Ray logs unavailable: {exc})")
+        return "\n".join(parts)
+
+    # -- readiness ------------------------------------------------------------------------
+    def wait_ready(self, timeout: float, nodes: Iterable[Node] | None = None) -> None:
+        """Block until every expected node is ALIVE in the GCS; learn their Ray node ids."""
+        expected = [n for n in (nodes or self.nodes.values()) if n.expect_join]
+        deadline = time.monotonic() + timeout
+        probe = self.stream(
+            self.driver.name,
+            [
+                "python", "-u", "-m", "raychaos_agent.observe",
+                "--dashboard", self.dashboard_url,
+                "--expect", ",".join(n.ip for n in expected),
+                "--exit-when-ready", "--period", "0.2",
+            ],
+            source="boot",
+            bound_s=timeout,
+        )
+        while True:
+            ready = [e for e in self.history.events("ready", source="boot")]
+            if ready:
+                by_ip = ready[-1].get("nodes", {})
+                for node in expected:
+                    node.set_node_id(by_ip[node.ip])
+                return
+            failed = self._failed_nodes(expected)
+            if failed or time.monotonic() > deadline or not probe.running:
+                probe.stop()
+                raise self._boot_error(expected, failed, timeout, probe)
+            self.history.await_event(
+                lambda e: e.source == "boot" and e.kind in {"ready", "exec_ended"}, timeout=1.0
+            )
+
+    def _failed_nodes(self, nodes: Iterable[Node]) -> dict[str, str]:
+        failed: dict[str, str] = {}
+        for node in nodes:
+            try:
+                node.container.reload()
+            except Exception as exc:  # noqa: BLE001
+                failed[node.name] = f"container gone ({exc})"
+                continue
+            if node.container.status not in {"running", "created"}:
+                failed[node.name] = f"container {node.container.status}"
+                continue
+            tail = node.container.logs(tail=3).decode(errors="replace")
+            for line in tail.splitlines():
+                if line.startswith("raychaos: ray start exited with") and not line.endswith(" 0"):
+                    failed[node.name] = line.removeprefix("raychaos: ")
+        return failed
+
+    def _boot_error(
+        self, expected: list[Node], failed: dict[str, str], timeout: float, probe: ExecStream
+    ) -> ClusterBootTimeout:
+        alive = {ip for e in self.history.events("node_state", source="boot")
+                 if e.get("state") == "ALIVE" for ip in [e.get("node_ip")]}
+        lines = []
+        for node in expected:
+            state = failed.get(node.name) or ("ALIVE" if node.ip in alive else "not ALIVE")
+            lines.append(f"  {node.name} ({node.ip}): {state}")
+        culprit = next(iter(failed), None) or next(
+            (n.name for n in expected if n.ip not in alive), self.head.name
+        )
+        return ClusterBootTimeout(
+            f"cluster {self.spec.name} not ready: "
+            + (f"{', '.join(failed)} failed" if failed else f"not all nodes ALIVE after {timeout:.0f} s")
+            + "\n" + "\n".join(lines)
+            + f"\n--- last log lines of {culprit} ---\n{self.logs(culprit, tail=15)}"
+            + f"\n--- ray status ---\n{self.ray_status(timeout=20)}"
+            + f"\n--- readiness probe ---\n{probe.tail(5)}",
+            hint="raise boot_timeout_s (--raychaos-boot-timeout) on a loaded machine, or keep "
+            "the cluster (--raychaos-keep) and inspect it with `docker logs`",
+        )
+
+    # -- construction ---------------------------------------------------------------------
+    def _resolve_images(self) -> None:
+        """Build every image the spec needs before any container starts (first use only)."""
+        for group in (self.spec.head, *self.spec.workers):
+            self._image_for(group)
+
+    def _create_network(self) -> Network:
+        name = self.key
+        owner = self._labels()
+        last_error: Exception | None = None
+        for _ in range(5):
+            # Ask the daemon for a free subnet, then pin it, so nodes can have fixed addresses.
+            probe = call("create network", lambda: self.client.networks.create(
+                name + "-probe", driver="bridge", internal=True, labels=owner))
+            try:
+                config = probe.attrs["IPAM"]["Config"][0]
+                subnet = ipaddress.ip_network(config["Subnet"])
+            finally:
+                call("remove network", probe.remove)
+            if not isinstance(subnet, ipaddress.IPv4Network):
+                raise DockerOperationError(f"daemon gave an IPv6 subnet {subnet}")
+            import docker.types
+
+            ipam = docker.types.IPAMConfig(pool_configs=[docker.types.IPAMPool(
+                subnet=str(subnet), gateway=str(subnet.network_address + 1))])
+            try:
+                with translated("create network"):
+                    network = self.client.networks.create(
+                        name, driver="bridge", internal=True, ipam=ipam, labels=owner,
+                        check_duplicate=True,
+                    )
+            except DockerOperationError as exc:
+                last_error = exc  # another run took the subnet in between: ask again
+                continue
+            self.subnet = subnet
+            return network
+        raise DockerOperationError(f"could not create network {name}: {last_error}")
+
+    def _create_volume(self, purpose: str) -> str:
+        name = self.identity.name(self.tag, self.spec.name, purpose)
+        call("create volume", lambda: self.client.volumes.create(
+            name, labels=self._labels()))
+        self.volumes.append(name)
+        return name
+
+    def _labels(self, **extra: str) -> dict[str, str]:
+        return self.identity.labels(test=self.test_id[:200], cluster=self.key, **extra)
+
+    def _ip(self, host: int) -> str:
+        assert self.subnet is not None
+        return str(self.subnet.network_address + host)
+
+    def _plan(self) -> list[tuple[str, Role, NodeSpec, str]]:
+        spec = self.spec
+        plan: list[tuple[str, Role, NodeSpec, str]] = [
+            (spec.head.name, "head", spec.head, self._ip(_HOSTS["head"]))
+        ]
+        host = _FIRST_WORKER_HOST
+        for group in spec.workers:
+            for name in _group_names(group):
+                plan.append((name, "worker", group, self._ip(host)))
+                host += 1
+        if spec.driver:
+            driver = NodeSpec(name="driver", num_cpus=0, memory="1g", object_store="100m")
+            plan.append(("driver", "driver", driver, self._ip(_HOSTS["driver"])))
+        return plan
+
+    def _image_for(self, node_spec: NodeSpec) -> tuple[str, str]:
+        version = node_spec.ray_version or self.spec.ray_version
+        image = node_spec.image or self.spec.image
+        if image is None:
+            image = self.builder.ensure(version, self.spec.python)
+        return version, image
+
+    def ray_start_argv(self, name: str, role: Role, node: NodeSpec, ip: str) -> list[str]:
+        """The ``ray start`` command line of one node (no ``--block``: see node-entry.sh)."""
+        argv = ["ray", "start", f"--node-ip-address={ip}", "--disable-usage-stats"]
+        if role == "head":
+            argv += ["--head", f"--port={GCS_PORT}", "--dashboard-host=0.0.0.0",
+                     f"--dashboard-port={DASHBOARD_PORT}", "--include-dashboard=true"]
+            if self.redis_password:
+                argv.append(f"--redis-password={self.redis_password}")
+        else:
+            argv.append(f"--address={node.head_address or f'{self.head_ip}:{GCS_PORT}'}")
+        argv += [f"--num-cpus={_num(node.num_cpus)}", f"--num-gpus={_num(node.num_gpus)}",
+                 f"--object-store-memory={node.object_store_bytes}"]
+        if node.ray_memory is not None:
+            from chaos.spec import parse_size
+
+            argv.append(f"--memory={parse_size(node.ray_memory, 'ray_memory')}")
+        if node.resources:
+            argv.append(f"--resources={json.dumps(dict(node.resources))}")
+        node_labels = {"raychaos/node": name, **dict(node.labels)}
+        argv.append("--labels=" + ",".join(f"{k}={v}" for k, v in node_labels.items()))
+        argv += list(node.extra_args)
+        return argv
+
+    @property
+    def head_ip(self) -> str:
+        return self._ip(_HOSTS["head"])
+
+    def _node_env(self, role: Role, node: NodeSpec) -> dict[str, str]:
+        env = {"RAY_USAGE_STATS_ENABLED": "0", "RAYCHAOS_NODE": node.name}
+        env.update(self.spec.env)
+        env.update(node.env)
+        if role == "head" and self.spec.gcs_ft == "redis":
+            env["RAY_REDIS_ADDRESS"] = f"{self._ip(_HOSTS['redis'])}:{REDIS_PORT}"
+        if role == "head" and self.spec.gcs_ft == "rocksdb":
+            env.setdefault("RAY_gcs_storage", "rocksdb")
+            env.setdefault("RAY_gcs_storage_path", GCS_STORAGE_DIR)
+        return env
+
+    def _create_node(self, name: str, role: Role, node: NodeSpec, ip: str) -> Node:
+        version, image = self._image_for(node)
+        volumes = {}
+        if role == "head" and self.spec.gcs_ft == "rocksdb":
+            volumes[self.volumes[0]] = {"bind": GCS_STORAGE_DIR, "mode": "rw"}
+        container = self._run_container(
+            name,
+            role,
+            image=image,
+            ip=ip,
+            command=self.ray_start_argv(name, role, node, ip),
+            entrypoint=["/usr/local/bin/raychaos-node-entry"],
+            environment=self._node_env(role, node),
+            host_config={
+                "shm_size": node.shm_bytes,
+                "mem_limit": node.memory_bytes,
+                "memswap_limit": node.memory_bytes,
+                "nano_cpus": int(node.cpu_limit * 1e9) if node.cpu_limit else None,
+                "binds": volumes or None,
+            },
+            ship_lib=True,
+        )
+        return Node(name=name, role=role, ip=ip, image=image, container=container,
+                    spec=node, ray_version=version)
+
+    def _start_redis(self) -> None:
+        base = self.builder.ensure_base(self.spec.python) if not self.spec.image else self.spec.image
+        ip = self._ip(_HOSTS["redis"])
+        assert self.redis_password is not None
+        container = self._run_container(
+            "redis",
+            "redis",
+            image=base,
+            ip=ip,
+            command=["redis-server", "--port", str(REDIS_PORT), "--bind", "0.0.0.0",
+                     "--protected-mode", "no", "--requirepass", self.redis_password,
+                     "--appendonly", "yes", "--dir", "/var/lib/redis", "--save", ""],
+            entrypoint=None,
+            environment={},
+            host_config={"mem_limit": 256 * 1024**2},
+            ship_lib=False,
+        )
+        self.nodes["redis"] = Node(name="redis", role="redis", ip=ip, image=base,
+                                   container=container)
+
+    def _run_container(
+        self,
+        name: str,
+        role: Role,
+        *,
+        image: str,
+        ip: str,
+        command: list[str],
+        entrypoint: list[str] | None,
+        environment: dict[str, str],
+        host_config: dict[str, Any],
+        ship_lib: bool,
+    ) -> Container:
+        assert self.network is not None
+        api = self.client.api
+        full_name = self.identity.name(self.tag, self.spec.name, name)
+        with translated(f"create container {full_name}"):
+            created = api.create_container(
+                image,
+                command=command,
+                entrypoint=entrypoint,
+                name=full_name,
+                hostname=name,
+                environment=environment,
+                labels=self._labels(role=role, node=name),
+                host_config=api.create_host_config(
+                    init=True,
+                    cap_add=["NET_ADMIN"],
+                    **{k: v for k, v in host_config.items() if v is not None},
+                ),
+                networking_config=api.create_networking_config(
+                    {self.network.name: api.create_endpoint_config(ipv4_address=ip,
+                                                                   aliases=[name])}
+                ),
+                detach=True,
+            )
+            container = self.client.containers.get(created["Id"])
+            if ship_lib:
+                container.put_archive("/", self._lib_archive())
+            container.start()
+        return container
+
+    def _lib_archive(self) -> bytes:
+        """The agent and the workload packages, as a tar rooted at ``/`` (built once)."""
+        if self._lib_tar is None:
+            buffer = io.BytesIO()
+            with tarfile.open(fileobj=buffer, mode="w") as tar:
+                sources = [agent_path(), *self.workload_paths]
+                for source in sources:
+                    if not source.is_dir():
+                        raise WorkloadError(
+                            f"workload package {source} does not exist",
+                            hint="set raychaos_workloads (ini) to directories of Python packages",
+                        )
+                    tar.add(str(source), arcname=f"{LIB_DIR.lstrip('/')}/{source.name}",
+                            filter=_skip_caches)
+            self._lib_tar = buffer.getvalue()
+        return self._lib_tar
+
+    def _containers(self) -> list[Container]:
+        """Every container of this cluster: the ones we hold, and any found by its label."""
+        found = {n.container.id: n.container for n in self.nodes.values()}
+        try:
+            for container in self.client.containers.list(
+                all=True, filters={"label": f"{labels.CLUSTER}={self.key}"}
+            ):
+                found.setdefault(container.id, container)
+        except Exception:  # noqa: BLE001 - removal of the ones we hold still goes ahead
+            pass
+        return list(found.values())
+
+
+def _skip_caches(info: tarfile.TarInfo) -> tarfile.TarInfo | None:
+    if "__pycache__" in info.name or info.name.endswith(".pyc"):
+        return None
+    info.uid = info.gid = 0
+    return info
+
+
+def _num(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else str(value)

@@ -1,0 +1,57 @@
+"""One exception root for everything raychaos raises (docker-py's shape).
+
+A harness or Docker problem is a :class:`ChaosError` (Allure: *broken*); an outcome that
+contradicts Ray's documentation is a plain ``AssertionError`` (Allure: *failed*). Messages
+say what was expected, what was seen and what to try.
+"""
+
+from __future__ import annotations
+
+
+class ChaosError(Exception):
+    """Root of every error raychaos raises on purpose."""
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        self.message = message
+        self.hint = hint
+        super().__init__(f"{message} — {hint}" if hint else message)
+
+
+class SpecError(ChaosError, ValueError):
+    """A cluster or node spec is invalid; raised before any container starts."""
+
+    def __init__(self, field: str, expected: str, seen: object, hint: str | None = None) -> None:
+        self.field = field
+        super().__init__(f"{field}: expected {expected}, got {seen!r}", hint=hint)
+
+
+class DockerUnavailable(ChaosError):
+    """The Docker daemon cannot be reached."""
+
+
+class DockerOperationError(ChaosError):
+    """A Docker API call failed; carries the daemon's explanation."""
+
+
+class ImageBuildError(ChaosError):
+    """A Ray image could not be built (no wheels, no base image, failed install)."""
+
+
+class ClusterBootTimeout(ChaosError):
+    """Not every expected node became ALIVE in the GCS before the boot timeout."""
+
+
+class WorkloadError(ChaosError):
+    """A workload could not be started, or its process ended without a result."""
+
+
+class WorkloadTimeout(WorkloadError):
+    """A workload or a wait on its events ran past its bound."""
+
+
+class FaultNotObserved(ChaosError):
+    """A fault was injected but its effect could not be verified: the experiment is inconclusive."""
+
+
+class HealError(ChaosError):
+    """A fault could not be healed; the cluster is in an unknown state."""

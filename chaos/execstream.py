@@ -1,0 +1,139 @@
+"""A process inside a container, streamed live through ``docker exec``.
+
+Lines the agent marks (``@@raychaos {json}``) become :class:`~chaos.history.Event` s in the
+history as they arrive; every other line is kept as output. The process is bounded inside the
+container by coreutils ``timeout``, so a lost host can never leave it running forever.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from chaos.docker_api import call
+from chaos.history import Event, History
+
+if TYPE_CHECKING:
+    from docker.models.containers import Container
+
+MARK = b"@@raychaos "
+#: Grace between SIGTERM and SIGKILL when the in-container bound runs out.
+KILL_AFTER_S = 5
+
+
+class ExecStream:
+    """Start ``argv`` in ``container`` and follow its output until it ends."""
+
+    def __init__(
+        self,
+        container: Container,
+        argv: Sequence[str],
+        *,
+        source: str,
+        history: History,
+        env: Mapping[str, str] | None = None,
+        bound_s: float,
+    ) -> None:
+        self.container = container
+        self.source = source
+        self.history = history
+        self.argv = list(argv)
+        self.output: list[str] = []
+        self.exit_code: int | None = None
+        self.pid: int | None = None
+        self._ended = threading.Event()
+        bounded = ["timeout", f"--kill-after={KILL_AFTER_S}", f"{bound_s:.0f}", *self.argv]
+        api = container.client.api
+        self._exec_id: str = call(
+            f"exec in {container.name}",
+            lambda: api.exec_create(container.id, bounded, environment=dict(env or {}))["Id"],
+        )
+        self._sock: Any = call(
+            f"exec in {container.name}", lambda: api.exec_start(self._exec_id, stream=True, demux=True)
+        )
+        self._thread = threading.Thread(target=self._pump, name=f"exec:{source}", daemon=True)
+        self._thread.start()
+
+    # -- reading --------------------------------------------------------------------------
+    def _pump(self) -> None:
+        # stdout and stderr frames interleave; keep a partial line per stream.
+        buffers = [b"", b""]
+        try:
+            for frames in self._sock:
+                for index, chunk in enumerate(frames):
+                    if not chunk:
+                        continue
+                    buffers[index] += chunk
+                    *lines, buffers[index] = buffers[index].split(b"\n")
+                    for line in lines:
+                        self._line(line)
+            for rest in buffers:
+                if rest:
+                    self._line(rest)
+        except Exception as exc:  # noqa: BLE001 - a broken stream ends the process's story
+            self.output.append(f"[raychaos] exec stream broke: {exc!r}")
+        finally:
+            self.exit_code = self._inspect_exit()
+            self._ended.set()
+            # Wake anyone waiting on the history: this producer will say nothing more.
+            self.history.record(self.source, "exec_ended", exit_code=self.exit_code)
+
+    def _line(self, raw: bytes) -> None:
+        if raw.startswith(MARK):
+            try:
+                data = json.loads(raw[len(MARK) :])
+            except json.JSONDecodeError:
+                self.output.append(raw.decode(errors="replace"))
+                return
+            t = float(data.pop("t", time.time()))
+            kind = str(data.pop("event", "unknown"))
+            if self.pid is None and isinstance(data.get("pid"), int):
+                self.pid = data["pid"]
+            self.history.append(Event(t=t, source=self.source, kind=kind, fields=data))
+        else:
+            self.output.append(raw.decode(errors="replace").rstrip("\r"))
+
+    def _inspect_exit(self) -> int | None:
+        for _ in range(20):
+            try:
+                info = self.container.client.api.exec_inspect(self._exec_id)
+            except Exception:  # noqa: BLE001 - the container may be gone with its exec
+                return None
+            if not info.get("Running"):
+                code = info.get("ExitCode")
+                return int(code) if code is not None else None
+            self._ended.wait(0.1)
+        return None
+
+    # -- control --------------------------------------------------------------------------
+    @property
+    def running(self) -> bool:
+        return not self._ended.is_set()
+
+    def wait(self, timeout: float) -> bool:
+        """True once the process has ended (within ``timeout``)."""
+        return self._ended.wait(timeout)
+
+    def stop(self, grace_s: float = 5.0) -> None:
+        """End the process: SIGTERM by its PID in the container, SIGKILL after ``grace_s``."""
+        if not self.running:
+            return
+        if self.pid is not None:
+            for signal, wait_s in (("TERM", grace_s), ("KILL", grace_s)):
+                try:
+                    self.container.exec_run(["kill", f"-{signal}", str(self.pid)])
+                except Exception:  # noqa: BLE001 - container gone: so is the process
+                    break
+                if self._ended.wait(wait_s):
+                    return
+        try:
+            self._sock.close()
+        except Exception:  # noqa: BLE001 - closing a dead socket
+            pass
+        self._ended.wait(grace_s)
+
+    def tail(self, lines: int = 20) -> str:
+        return "\n".join(self.output[-lines:])

@@ -1,0 +1,312 @@
+"""Typed, immutable cluster specifications, validated before any container starts.
+
+A :class:`ClusterSpec` describes what to boot; a backend (today: Docker) realises it. Every
+validation error names the field, what was expected, what was seen and how to fix it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Literal, cast
+
+from chaos.errors import SpecError
+
+DEFAULT_RAY_VERSION = "2.60.0"
+#: Debian bookworm's python3; the offline image recipe installs cp311 wheels into it.
+DEFAULT_PYTHON = "3.11"
+#: Ray refuses an object store below 75 MiB (``OBJECT_STORE_MINIMUM_MEMORY_BYTES``).
+MIN_OBJECT_STORE = 75 * 1024**2
+#: Head-room in ``/dev/shm`` above the object store (plasma's own bookkeeping, fallback files).
+SHM_MARGIN = 64 * 1024**2
+
+GcsFt = Literal["none", "redis", "rocksdb"]
+GCS_FT_CHOICES: tuple[str, ...] = ("none", "redis", "rocksdb")
+
+_UNITS = {
+    "": 1,
+    "b": 1,
+    "k": 1024,
+    "kb": 1000,
+    "ki": 1024,
+    "kib": 1024,
+    "m": 1024**2,
+    "mb": 1000**2,
+    "mi": 1024**2,
+    "mib": 1024**2,
+    "g": 1024**3,
+    "gb": 1000**3,
+    "gi": 1024**3,
+    "gib": 1024**3,
+}
+_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
+_VERSION_RE = re.compile(r"^\d+\.\d+\.\d+(?:(?:rc|a|b|\.dev|\.post)\d+)?$")
+_PY_RE = re.compile(r"^3\.\d+(?:\.\d+)?$")
+_NAME_RE = re.compile(r"^[a-z][a-z0-9-]{0,19}$")
+_ENV_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def parse_size(value: int | str, field_name: str) -> int:
+    """Bytes from an int or a string such as ``"512m"``, ``"2GiB"``, ``"1.5g"``.
+
+    Bare ``k``/``m``/``g`` are binary, as in ``docker run --memory``; ``kB``/``MB``/``GB`` are
+    decimal.
+    """
+    if isinstance(value, bool):
+        raise SpecError(field_name, "a size such as 536870912, '512m' or '2GiB'", value)
+    if isinstance(value, int):
+        if value < 0:
+            raise SpecError(field_name, "a size ≥ 0", value)
+        return value
+    match = _SIZE_RE.match(str(value))
+    unit = match.group(2).lower() if match else None
+    if not match or unit not in _UNITS:
+        raise SpecError(
+            field_name,
+            "a size such as 536870912, '512m' or '2GiB' (units: k, m, g, KiB, MiB, GiB, kB, MB, GB)",
+            value,
+        )
+    return int(float(match.group(1)) * _UNITS[unit])
+
+
+def _frozen_map(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    return MappingProxyType(dict(value or {}))
+
+
+@dataclass(frozen=True)
+class NodeSpec:
+    """One Ray node, or a group of ``count`` identical worker nodes."""
+
+    #: Short DNS-safe name; a group of ``count`` > 1 becomes ``name-1`` … ``name-count``.
+    name: str = "worker"
+    count: int = 1
+    #: Logical CPUs announced to Ray (``--num-cpus``).
+    num_cpus: float = 1
+    num_gpus: float = 0
+    #: Container memory limit (cgroup); Ray's memory monitor reads it.
+    memory: int | str = "2g"
+    #: Object store size (``--object-store-memory``); ``/dev/shm`` is sized to hold it.
+    object_store: int | str = "100m"
+    #: Logical ``--memory`` resource; None lets Ray derive it from the container limit.
+    ray_memory: int | str | None = None
+    #: cgroup CPU quota in cores; None leaves the node free to use every host core.
+    cpu_limit: float | None = None
+    resources: Mapping[str, float] = field(default_factory=dict)
+    labels: Mapping[str, str] = field(default_factory=dict)
+    #: Per-node environment (``RAY_*`` config knobs win over the cluster's).
+    env: Mapping[str, str] = field(default_factory=dict)
+    #: Ray version of this node's image; None means the cluster's.
+    ray_version: str | None = None
+    #: A ready-made image instead of the one built for ``ray_version``.
+    image: str | None = None
+    #: Overrides the head address this node joins (worker only), e.g. ``127.0.0.1:6379``.
+    head_address: str | None = None
+    #: Extra ``ray start`` arguments, passed verbatim (runbook advice under test).
+    extra_args: tuple[str, ...] = ()
+    #: Boot this node's container and ``ray start`` but do not wait for it to join.
+    expect_join: bool = True
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "resources", _frozen_map(self.resources))
+        object.__setattr__(self, "labels", _frozen_map(self.labels))
+        object.__setattr__(self, "env", _frozen_map(self.env))
+        object.__setattr__(self, "extra_args", tuple(self.extra_args))
+
+    @property
+    def memory_bytes(self) -> int:
+        return parse_size(self.memory, "memory")
+
+    @property
+    def object_store_bytes(self) -> int:
+        return parse_size(self.object_store, "object_store")
+
+    @property
+    def shm_bytes(self) -> int:
+        return self.object_store_bytes + SHM_MARGIN
+
+    def validate(self, where: str) -> None:
+        """Raise :class:`SpecError` naming ``where.field`` for the first invalid field."""
+        if not _NAME_RE.match(self.name):
+            raise SpecError(
+                f"{where}.name",
+                "a DNS-safe name: lowercase letter first, then [a-z0-9-], at most 20 characters",
+                self.name,
+            )
+        if not isinstance(self.count, int) or self.count < 0:
+            raise SpecError(f"{where}.count", "a whole number ≥ 0", self.count)
+        for attr in ("num_cpus", "num_gpus"):
+            value = getattr(self, attr)
+            if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+                raise SpecError(f"{where}.{attr}", "a number ≥ 0", value, hint=f"e.g. {attr}=1")
+        if self.cpu_limit is not None and (
+            not isinstance(self.cpu_limit, int | float) or self.cpu_limit <= 0
+        ):
+            raise SpecError(f"{where}.cpu_limit", "None or a number of cores > 0", self.cpu_limit)
+        memory = parse_size(self.memory, f"{where}.memory")
+        store = parse_size(self.object_store, f"{where}.object_store")
+        if self.ray_memory is not None:
+            parse_size(self.ray_memory, f"{where}.ray_memory")
+        if store < MIN_OBJECT_STORE:
+            raise SpecError(
+                f"{where}.object_store",
+                f"at least {MIN_OBJECT_STORE} bytes (Ray's minimum, 75 MiB)",
+                self.object_store,
+                hint="use object_store='100m' or more",
+            )
+        if store + SHM_MARGIN >= memory:
+            raise SpecError(
+                f"{where}.object_store",
+                f"less than the node's memory minus {SHM_MARGIN // 1024**2} MiB for Ray itself "
+                f"(memory={self.memory!r})",
+                self.object_store,
+                hint="raise memory or lower object_store",
+            )
+        for key, amount in self.resources.items():
+            if not isinstance(amount, int | float) or amount < 0:
+                raise SpecError(f"{where}.resources[{key!r}]", "a number ≥ 0", amount)
+        for key in self.env:
+            if not _ENV_RE.match(key):
+                raise SpecError(f"{where}.env", "environment variable names", key)
+        if self.ray_version is not None:
+            _check_version(self.ray_version, f"{where}.ray_version")
+
+
+def _check_version(version: str, field_name: str) -> None:
+    if not isinstance(version, str) or not _VERSION_RE.match(version):
+        raise SpecError(
+            field_name,
+            "a Ray release such as '2.60.0'",
+            version,
+            hint="pass --raychaos-ray-version X.Y.Z",
+        )
+
+
+@dataclass(frozen=True)
+class ClusterSpec:
+    """A whole Ray cluster: head, worker groups, an optional zero-CPU driver node, GCS FT."""
+
+    name: str = "cluster"
+    ray_version: str = DEFAULT_RAY_VERSION
+    python: str = DEFAULT_PYTHON
+    #: A ready-made image for every node; None builds ``raychaos/ray:<ray>-py<python>``.
+    image: str | None = None
+    head: NodeSpec = field(default_factory=lambda: NodeSpec(name="head", num_cpus=1))
+    workers: tuple[NodeSpec, ...] = (NodeSpec(name="worker", count=2),)
+    #: A zero-CPU node that hosts workload drivers, so killing any other node spares them.
+    driver: bool = True
+    gcs_ft: GcsFt = "none"
+    #: ``RAY_*`` config knobs (and any other env) for every node and every driver.
+    env: Mapping[str, str] = field(default_factory=dict)
+    #: Seconds to wait for every expected node to be ALIVE in the GCS.
+    boot_timeout_s: float = 180.0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "env", _frozen_map(self.env))
+        object.__setattr__(self, "workers", tuple(self.workers))
+
+    def validate(self) -> ClusterSpec:
+        """Return self, or raise one :class:`SpecError` naming the field and the fix."""
+        if not _NAME_RE.match(self.name):
+            raise SpecError(
+                "name", "a DNS-safe name: lowercase letter first, then [a-z0-9-], ≤ 20 chars", self.name
+            )
+        _check_version(self.ray_version, "ray_version")
+        if not isinstance(self.python, str) or not _PY_RE.match(self.python):
+            raise SpecError("python", "a Python version such as '3.11'", self.python)
+        if self.gcs_ft not in GCS_FT_CHOICES:
+            raise SpecError("gcs_ft", f"one of {', '.join(GCS_FT_CHOICES)}", self.gcs_ft)
+        if not isinstance(self.boot_timeout_s, int | float) or self.boot_timeout_s <= 0:
+            raise SpecError("boot_timeout_s", "a number of seconds > 0", self.boot_timeout_s)
+        for key in self.env:
+            if not _ENV_RE.match(key):
+                raise SpecError("env", "environment variable names", key)
+        self.head.validate("head")
+        if self.head.count != 1:
+            raise SpecError("head.count", "exactly 1", self.head.count)
+        if self.head.head_address is not None:
+            raise SpecError("head.head_address", "None on the head", self.head.head_address)
+        seen = {self.head.name, "driver", "redis"}
+        for index, group in enumerate(self.workers):
+            group.validate(f"workers[{index}]")
+            if group.name in seen:
+                raise SpecError(
+                    f"workers[{index}].name",
+                    f"a name not already used ({', '.join(sorted(seen))})",
+                    group.name,
+                )
+            seen.add(group.name)
+        return self
+
+    def node_names(self) -> list[str]:
+        """Names of every Ray node this spec boots, head first, driver last."""
+        names = [self.head.name]
+        for group in self.workers:
+            names.extend(_group_names(group))
+        if self.driver:
+            names.append("driver")
+        return names
+
+    def replace(self, **changes: Any) -> ClusterSpec:
+        return dataclasses.replace(self, **changes)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ClusterSpec:
+        """Build from JSON-like data (named topologies, marker kwargs); unknown keys are errors."""
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise SpecError(
+                "cluster", f"keys among {', '.join(sorted(known))}", ", ".join(unknown)
+            )
+        values = dict(data)
+        if isinstance(values.get("head"), Mapping):
+            values["head"] = _node_from_dict({"name": "head", **values["head"]}, "head")
+        workers = values.get("workers")
+        if isinstance(workers, bool) or isinstance(workers, int):
+            values["workers"] = (NodeSpec(name="worker", count=int(workers)),) if workers else ()
+        elif workers is not None:
+            values["workers"] = tuple(
+                w if isinstance(w, NodeSpec) else _node_from_dict(w, f"workers[{i}]")
+                for i, w in enumerate(workers)
+            )
+        return cls(**values)
+
+
+def _group_names(group: NodeSpec) -> list[str]:
+    if group.count == 1:
+        return [group.name]
+    return [f"{group.name}-{i}" for i in range(1, group.count + 1)]
+
+
+def _node_from_dict(data: Mapping[str, Any], where: str) -> NodeSpec:
+    known = {f.name for f in dataclasses.fields(NodeSpec)}
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise SpecError(where, f"keys among {', '.join(sorted(known))}", ", ".join(unknown))
+    values = dict(data)
+    if "extra_args" in values:
+        values["extra_args"] = tuple(values["extra_args"])
+    return NodeSpec(**values)
+
+
+def topologies_dir() -> Path:
+    """The named topologies shipped with the package (``fixtures/clusters/*.json``)."""
+    from chaos.resources import fixtures_path
+
+    return fixtures_path("clusters")
+
+
+def load_topology(name: str) -> ClusterSpec:
+    """A named topology from ``fixtures/clusters/<name>.json``."""
+    path = topologies_dir() / f"{name}.json"
+    if not path.is_file():
+        available = sorted(p.stem for p in topologies_dir().glob("*.json"))
+        raise SpecError("topology", f"one of {', '.join(available)}", name)
+    data = cast(dict[str, Any], json.loads(path.read_text()))
+    data.pop("description", None)
+    return ClusterSpec.from_dict(data)
