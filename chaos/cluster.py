@@ -10,6 +10,7 @@ Use it as a context manager (it tears down if start fails), or through the pytes
 
 from __future__ import annotations
 
+import contextlib
 import io
 import ipaddress
 import json
@@ -155,19 +156,19 @@ class Cluster:
         for container in self._containers():
             try:
                 container.remove(force=True, v=True)
-            except Exception as exc:  # noqa: BLE001 - keep removing the rest
+            except Exception as exc:
                 if "No such container" not in str(exc):
                     failures.append(f"container {container.name}: {exc}")
         if self.network is not None:
             try:
                 self.network.remove()
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:
                 if "not found" not in str(exc):
                     failures.append(f"network {self.network.name}: {exc}")
         for volume in self.volumes:
             try:
                 self.client.volumes.get(volume).remove(force=True)
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:
                 if "no such volume" not in str(exc).lower():
                     failures.append(f"volume {volume}: {exc}")
         if failures:
@@ -184,7 +185,7 @@ class Cluster:
     @property
     def driver(self) -> Node:
         """The node that hosts workload drivers: the driver node, or the head without one."""
-        return self.nodes["driver"] if "driver" in self.nodes else self.head
+        return self.nodes.get("driver", self.head)
 
     def node(self, name: str) -> Node:
         try:
@@ -230,17 +231,27 @@ class Cluster:
             f"exec {argv[0]} in {container.name}",
             lambda: container.exec_run(bounded, environment=dict(env)),
         )
-        return ExecResult(int(result.exit_code or 0), result.output.decode(errors="replace"))
+        output = result.output if isinstance(result.output, bytes) else b"".join(result.output)
+        return ExecResult(int(result.exit_code or 0), output.decode(errors="replace"))
 
     def stream(
-        self, node: str, argv: Sequence[str], *, source: str, bound_s: float,
+        self,
+        node: str,
+        argv: Sequence[str],
+        *,
+        source: str,
+        bound_s: float,
         env: Mapping[str, str] | None = None,
     ) -> ExecStream:
         """Start ``argv`` in ``node`` and stream its events into the history."""
         merged = {"RAYCHAOS_NODES": json.dumps(self.node_map()), **(env or {})}
         return ExecStream(
-            self.node(node).container, argv, source=source, history=self.history,
-            env=merged, bound_s=bound_s,
+            self.node(node).container,
+            argv,
+            source=source,
+            history=self.history,
+            env=merged,
+            bound_s=bound_s,
         )
 
     def run(
@@ -287,7 +298,7 @@ class Cluster:
         """``ray status`` as the head sees it (or why it could not be had)."""
         try:
             result = self.exec(self.head.name, ["ray", "status"], timeout=timeout)
-        except Exception as exc:  # noqa: BLE001 - diagnostics must not raise
+        except Exception as exc:
             return f"(ray status unavailable: {exc})"
         return result.output
 
@@ -296,19 +307,23 @@ class Cluster:
         target = self.node(node)
         parts: list[str] = []
         try:
-            parts.append(target.container.logs(tail=tail).decode(errors="replace"))
-        except Exception as exc:  # noqa: BLE001 - diagnostics must not raise
+            parts.append(bytes(target.container.logs(tail=tail)).decode(errors="replace"))
+        except Exception as exc:
             parts.append(f"(container log unavailable: {exc})")
         if target.role != "redis":
             try:
                 result = self.exec(
                     node,
-                    ["sh", "-c", f"tail -n {tail} {RAY_LOGS}/raylet.out {RAY_LOGS}/gcs_server.out"
-                     " 2>/dev/null"],
+                    [
+                        "sh",
+                        "-c",
+                        f"tail -n {tail} {RAY_LOGS}/raylet.out {RAY_LOGS}/gcs_server.out"
+                        " 2>/dev/null",
+                    ],
                     timeout=15,
                 )
                 parts.append(result.output)
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:
                 parts.append(f"(Ray logs unavailable: {exc})")
         return "\n".join(parts)
 
@@ -320,10 +335,17 @@ class Cluster:
         probe = self.stream(
             self.driver.name,
             [
-                "python", "-u", "-m", "raychaos_agent.observe",
-                "--dashboard", self.dashboard_url,
-                "--expect", ",".join(n.ip for n in expected),
-                "--exit-when-ready", "--period", "0.2",
+                "python",
+                "-u",
+                "-m",
+                "raychaos_agent.observe",
+                "--dashboard",
+                self.dashboard_url,
+                "--expect",
+                ",".join(n.ip for n in expected),
+                "--exit-when-ready",
+                "--period",
+                "0.2",
             ],
             source="boot",
             bound_s=timeout,
@@ -348,13 +370,13 @@ class Cluster:
         for node in nodes:
             try:
                 node.container.reload()
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:
                 failed[node.name] = f"container gone ({exc})"
                 continue
             if node.container.status not in {"running", "created"}:
                 failed[node.name] = f"container {node.container.status}"
                 continue
-            tail = node.container.logs(tail=3).decode(errors="replace")
+            tail = bytes(node.container.logs(tail=3)).decode(errors="replace")
             for line in tail.splitlines():
                 if line.startswith("raychaos: ray start exited with") and not line.endswith(" 0"):
                     failed[node.name] = line.removeprefix("raychaos: ")
@@ -363,8 +385,12 @@ class Cluster:
     def _boot_error(
         self, expected: list[Node], failed: dict[str, str], timeout: float, probe: ExecStream
     ) -> ClusterBootTimeout:
-        alive = {ip for e in self.history.events("node_state", source="boot")
-                 if e.get("state") == "ALIVE" for ip in [e.get("node_ip")]}
+        alive = {
+            ip
+            for e in self.history.events("node_state", source="boot")
+            if e.get("state") == "ALIVE"
+            for ip in [e.get("node_ip")]
+        }
         lines = []
         for node in expected:
             state = failed.get(node.name) or ("ALIVE" if node.ip in alive else "not ALIVE")
@@ -374,8 +400,13 @@ class Cluster:
         )
         return ClusterBootTimeout(
             f"cluster {self.spec.name} not ready: "
-            + (f"{', '.join(failed)} failed" if failed else f"not all nodes ALIVE after {timeout:.0f} s")
-            + "\n" + "\n".join(lines)
+            + (
+                f"{', '.join(failed)} failed"
+                if failed
+                else f"not all nodes ALIVE after {timeout:.0f} s"
+            )
+            + "\n"
+            + "\n".join(lines)
             + f"\n--- last log lines of {culprit} ---\n{self.logs(culprit, tail=15)}"
             + f"\n--- ray status ---\n{self.ray_status(timeout=20)}"
             + f"\n--- readiness probe ---\n{probe.tail(5)}",
@@ -395,8 +426,12 @@ class Cluster:
         last_error: Exception | None = None
         for _ in range(5):
             # Ask the daemon for a free subnet, then pin it, so nodes can have fixed addresses.
-            probe = call("create network", lambda: self.client.networks.create(
-                name + "-probe", driver="bridge", internal=True, labels=owner))
+            probe = call(
+                "create network",
+                lambda: self.client.networks.create(
+                    name + "-probe", driver="bridge", internal=True, labels=owner
+                ),
+            )
             try:
                 config = probe.attrs["IPAM"]["Config"][0]
                 subnet = ipaddress.ip_network(config["Subnet"])
@@ -406,12 +441,21 @@ class Cluster:
                 raise DockerOperationError(f"daemon gave an IPv6 subnet {subnet}")
             import docker.types
 
-            ipam = docker.types.IPAMConfig(pool_configs=[docker.types.IPAMPool(
-                subnet=str(subnet), gateway=str(subnet.network_address + 1))])
+            ipam = docker.types.IPAMConfig(
+                pool_configs=[
+                    docker.types.IPAMPool(
+                        subnet=str(subnet), gateway=str(subnet.network_address + 1)
+                    )
+                ]
+            )
             try:
                 with translated("create network"):
                     network = self.client.networks.create(
-                        name, driver="bridge", internal=True, ipam=ipam, labels=owner,
+                        name,
+                        driver="bridge",
+                        internal=True,
+                        ipam=ipam,
+                        labels=owner,
                         check_duplicate=True,
                     )
             except DockerOperationError as exc:
@@ -423,8 +467,7 @@ class Cluster:
 
     def _create_volume(self, purpose: str) -> str:
         name = self.identity.name(self.tag, self.spec.name, purpose)
-        call("create volume", lambda: self.client.volumes.create(
-            name, labels=self._labels()))
+        call("create volume", lambda: self.client.volumes.create(name, labels=self._labels()))
         self.volumes.append(name)
         return name
 
@@ -461,14 +504,22 @@ class Cluster:
         """The ``ray start`` command line of one node (no ``--block``: see node-entry.sh)."""
         argv = ["ray", "start", f"--node-ip-address={ip}", "--disable-usage-stats"]
         if role == "head":
-            argv += ["--head", f"--port={GCS_PORT}", "--dashboard-host=0.0.0.0",
-                     f"--dashboard-port={DASHBOARD_PORT}", "--include-dashboard=true"]
+            argv += [
+                "--head",
+                f"--port={GCS_PORT}",
+                "--dashboard-host=0.0.0.0",  # cluster network only, no published port
+                f"--dashboard-port={DASHBOARD_PORT}",
+                "--include-dashboard=true",
+            ]
             if self.redis_password:
                 argv.append(f"--redis-password={self.redis_password}")
         else:
             argv.append(f"--address={node.head_address or f'{self.head_ip}:{GCS_PORT}'}")
-        argv += [f"--num-cpus={_num(node.num_cpus)}", f"--num-gpus={_num(node.num_gpus)}",
-                 f"--object-store-memory={node.object_store_bytes}"]
+        argv += [
+            f"--num-cpus={_num(node.num_cpus)}",
+            f"--num-gpus={_num(node.num_gpus)}",
+            f"--object-store-memory={node.object_store_bytes}",
+        ]
         if node.ray_memory is not None:
             from chaos.spec import parse_size
 
@@ -517,11 +568,20 @@ class Cluster:
             },
             ship_lib=True,
         )
-        return Node(name=name, role=role, ip=ip, image=image, container=container,
-                    spec=node, ray_version=version)
+        return Node(
+            name=name,
+            role=role,
+            ip=ip,
+            image=image,
+            container=container,
+            spec=node,
+            ray_version=version,
+        )
 
     def _start_redis(self) -> None:
-        base = self.builder.ensure_base(self.spec.python) if not self.spec.image else self.spec.image
+        base = (
+            self.builder.ensure_base(self.spec.python) if not self.spec.image else self.spec.image
+        )
         ip = self._ip(_HOSTS["redis"])
         assert self.redis_password is not None
         container = self._run_container(
@@ -529,16 +589,31 @@ class Cluster:
             "redis",
             image=base,
             ip=ip,
-            command=["redis-server", "--port", str(REDIS_PORT), "--bind", "0.0.0.0",
-                     "--protected-mode", "no", "--requirepass", self.redis_password,
-                     "--appendonly", "yes", "--dir", "/var/lib/redis", "--save", ""],
+            command=[
+                "redis-server",
+                "--port",
+                str(REDIS_PORT),
+                "--bind",
+                "0.0.0.0",  # noqa: S104 - the cluster network only; no port is published
+                "--protected-mode",
+                "no",
+                "--requirepass",
+                self.redis_password,
+                "--appendonly",
+                "yes",
+                "--dir",
+                "/var/lib/redis",
+                "--save",
+                "",
+            ],
             entrypoint=None,
             environment={},
             host_config={"mem_limit": 256 * 1024**2},
             ship_lib=False,
         )
-        self.nodes["redis"] = Node(name="redis", role="redis", ip=ip, image=base,
-                                   container=container)
+        self.nodes["redis"] = Node(
+            name="redis", role="redis", ip=ip, image=base, container=container
+        )
 
     def _run_container(
         self,
@@ -571,8 +646,11 @@ class Cluster:
                     **{k: v for k, v in host_config.items() if v is not None},
                 ),
                 networking_config=api.create_networking_config(
-                    {self.network.name: api.create_endpoint_config(ipv4_address=ip,
-                                                                   aliases=[name])}
+                    {
+                        str(self.network.name): api.create_endpoint_config(
+                            ipv4_address=ip, aliases=[name]
+                        )
+                    }  # type: ignore[arg-type]
                 ),
                 detach=True,
             )
@@ -594,21 +672,22 @@ class Cluster:
                             f"workload package {source} does not exist",
                             hint="set raychaos_workloads (ini) to directories of Python packages",
                         )
-                    tar.add(str(source), arcname=f"{LIB_DIR.lstrip('/')}/{source.name}",
-                            filter=_skip_caches)
+                    tar.add(
+                        str(source),
+                        arcname=f"{LIB_DIR.lstrip('/')}/{source.name}",
+                        filter=_skip_caches,
+                    )
             self._lib_tar = buffer.getvalue()
         return self._lib_tar
 
     def _containers(self) -> list[Container]:
         """Every container of this cluster: the ones we hold, and any found by its label."""
         found = {n.container.id: n.container for n in self.nodes.values()}
-        try:
+        with contextlib.suppress(Exception):  # removal of the ones we hold goes ahead anyway
             for container in self.client.containers.list(
                 all=True, filters={"label": f"{labels.CLUSTER}={self.key}"}
             ):
                 found.setdefault(container.id, container)
-        except Exception:  # noqa: BLE001 - removal of the ones we hold still goes ahead
-            pass
         return list(found.values())
 
 

@@ -20,7 +20,7 @@ T = TypeVar("T")
 
 
 def connect(timeout: float = 120.0) -> docker.DockerClient:
-    """A client for the engine named by ``DOCKER_HOST`` (or the local socket), checked with a ping."""
+    """A client for ``DOCKER_HOST`` (or the local socket), checked with a ping."""
     import docker
     import docker.errors
 

@@ -7,6 +7,7 @@ container by coreutils ``timeout``, so a lost host can never leave it running fo
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
@@ -46,13 +47,15 @@ class ExecStream:
         self.pid: int | None = None
         self._ended = threading.Event()
         bounded = ["timeout", f"--kill-after={KILL_AFTER_S}", f"{bound_s:.0f}", *self.argv]
+        assert container.client is not None
         api = container.client.api
         self._exec_id: str = call(
             f"exec in {container.name}",
             lambda: api.exec_create(container.id, bounded, environment=dict(env or {}))["Id"],
         )
         self._sock: Any = call(
-            f"exec in {container.name}", lambda: api.exec_start(self._exec_id, stream=True, demux=True)
+            f"exec in {container.name}",
+            lambda: api.exec_start(self._exec_id, stream=True, demux=True),
         )
         self._thread = threading.Thread(target=self._pump, name=f"exec:{source}", daemon=True)
         self._thread.start()
@@ -73,7 +76,7 @@ class ExecStream:
             for rest in buffers:
                 if rest:
                     self._line(rest)
-        except Exception as exc:  # noqa: BLE001 - a broken stream ends the process's story
+        except Exception as exc:
             self.output.append(f"[raychaos] exec stream broke: {exc!r}")
         finally:
             self.exit_code = self._inspect_exit()
@@ -99,8 +102,9 @@ class ExecStream:
     def _inspect_exit(self) -> int | None:
         for _ in range(20):
             try:
+                assert self.container.client is not None
                 info = self.container.client.api.exec_inspect(self._exec_id)
-            except Exception:  # noqa: BLE001 - the container may be gone with its exec
+            except Exception:
                 return None
             if not info.get("Running"):
                 code = info.get("ExitCode")
@@ -125,14 +129,12 @@ class ExecStream:
             for signal, wait_s in (("TERM", grace_s), ("KILL", grace_s)):
                 try:
                     self.container.exec_run(["kill", f"-{signal}", str(self.pid)])
-                except Exception:  # noqa: BLE001 - container gone: so is the process
+                except Exception:
                     break
                 if self._ended.wait(wait_s):
                     return
-        try:
+        with contextlib.suppress(Exception):  # closing a dead socket
             self._sock.close()
-        except Exception:  # noqa: BLE001 - closing a dead socket
-            pass
         self._ended.wait(grace_s)
 
     def tail(self, lines: int = 20) -> str:

@@ -8,6 +8,7 @@ recipe is never rebuilt; a file lock makes one build serve every xdist worker.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import shutil
@@ -16,7 +17,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -63,7 +64,7 @@ class BuildSettings:
     #: A base image with Python; None (or absent and unpullable) means debootstrap.
     base_image: str | None = None
     debian_mirror: str = DEFAULT_MIRROR
-    cache_dir: Path = default_cache_dir()
+    cache_dir: Path = field(default_factory=default_cache_dir)
     #: pip's index is whatever pip is configured with (PIP_INDEX_URL, pip.conf).
     pip: tuple[str, ...] = (sys.executable, "-m", "pip")
 
@@ -324,12 +325,10 @@ class ImageBuilder:
     def _prune_build_stages(self) -> None:
         import docker.errors
 
-        try:
+        with contextlib.suppress(docker.errors.APIError):  # a leftover costs disk only
             self.client.images.prune(
                 filters={"dangling": True, "label": f"{labels.IMAGE_KIND}=build-stage"}
             )
-        except docker.errors.APIError:
-            pass  # a leftover build stage costs disk, not correctness
 
 
 def _digest(parts: list[str]) -> str:

@@ -68,7 +68,7 @@ def parse_size(value: int | str, field_name: str) -> int:
     if not match or unit not in _UNITS:
         raise SpecError(
             field_name,
-            "a size such as 536870912, '512m' or '2GiB' (units: k, m, g, KiB, MiB, GiB, kB, MB, GB)",
+            "a size such as 536870912, '512m' or '2GiB' (k, m, g, KiB, MiB, GiB, kB, MB, GB)",
             value,
         )
     return int(float(match.group(1)) * _UNITS[unit])
@@ -213,7 +213,9 @@ class ClusterSpec:
         """Return self, or raise one :class:`SpecError` naming the field and the fix."""
         if not _NAME_RE.match(self.name):
             raise SpecError(
-                "name", "a DNS-safe name: lowercase letter first, then [a-z0-9-], ≤ 20 chars", self.name
+                "name",
+                "a DNS-safe name: lowercase letter first, then [a-z0-9-], ≤ 20 chars",
+                self.name,
             )
         _check_version(self.ray_version, "ray_version")
         if not isinstance(self.python, str) or not _PY_RE.match(self.python):
@@ -260,14 +262,12 @@ class ClusterSpec:
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(data) - known)
         if unknown:
-            raise SpecError(
-                "cluster", f"keys among {', '.join(sorted(known))}", ", ".join(unknown)
-            )
+            raise SpecError("cluster", f"keys among {', '.join(sorted(known))}", ", ".join(unknown))
         values = dict(data)
         if isinstance(values.get("head"), Mapping):
             values["head"] = _node_from_dict({"name": "head", **values["head"]}, "head")
         workers = values.get("workers")
-        if isinstance(workers, bool) or isinstance(workers, int):
+        if isinstance(workers, bool | int):
             values["workers"] = (NodeSpec(name="worker", count=int(workers)),) if workers else ()
         elif workers is not None:
             values["workers"] = tuple(
@@ -307,6 +307,6 @@ def load_topology(name: str) -> ClusterSpec:
     if not path.is_file():
         available = sorted(p.stem for p in topologies_dir().glob("*.json"))
         raise SpecError("topology", f"one of {', '.join(available)}", name)
-    data = cast(dict[str, Any], json.loads(path.read_text()))
+    data = cast("dict[str, Any]", json.loads(path.read_text()))
     data.pop("description", None)
     return ClusterSpec.from_dict(data)

@@ -102,9 +102,9 @@ class WorkloadRun:
         """
         try:
             return self.history.wait_for(
-                lambda e: e.source == self.source
-                and e.kind == kind
-                and (where is None or where(e)),
+                lambda e: (
+                    e.source == self.source and e.kind == kind and (where is None or where(e))
+                ),
                 count=count,
                 timeout=timeout,
                 what=f"'{kind}' from {self.target}",

@@ -70,14 +70,24 @@ def main(argv: list[str]) -> int:
     while deadline is None or time.monotonic() < deadline:
         started = time.monotonic()
         try:
-            query = {"address": args.dashboard, "limit": 10000, "timeout": 5,
-                     "raise_on_missing_output": False}
+            query = {
+                "address": args.dashboard,
+                "limit": 10000,
+                "timeout": 5,
+                "raise_on_missing_output": False,
+            }
             nodes = [_fields(n, NODE_FIELDS) for n in list_nodes(detail=True, **query)]
-            actors = ([_fields(a, ACTOR_FIELDS) for a in list_actors(detail=True, **query)]
-                      if args.actors else [])
-            pgs = ([_fields(p, PG_FIELDS) for p in list_placement_groups(detail=True, **query)]
-                   if args.pgs else [])
-        except Exception as exc:  # noqa: BLE001 - GCS or head down: that is the observation
+            actors = (
+                [_fields(a, ACTOR_FIELDS) for a in list_actors(detail=True, **query)]
+                if args.actors
+                else []
+            )
+            pgs = (
+                [_fields(p, PG_FIELDS) for p in list_placement_groups(detail=True, **query)]
+                if args.pgs
+                else []
+            )
+        except Exception as exc:
             if observable is not False:
                 emit("unobservable", error=f"{type(exc).__name__}: {str(exc)[:300]}")
             observable = False

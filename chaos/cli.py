@@ -1,0 +1,103 @@
+"""``raychaos``: build images, sweep leftovers, benchmark boots, render reports.
+
+Errors print as one line (``raychaos: error: …``) with what to try, and exit 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from chaos.errors import ChaosError, SpecError
+from chaos.spec import DEFAULT_RAY_VERSION, _check_version
+
+
+def _version(raw: str) -> str:
+    try:
+        _check_version(raw, "--ray-version")
+    except SpecError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return raw
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="raychaos", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    image = sub.add_parser("image", help="Ray node images").add_subparsers(
+        dest="image_command", required=True
+    )
+    build = image.add_parser("build", help="build raychaos/ray:<ray>-py<python> offline")
+    build.add_argument(
+        "--ray-version",
+        type=_version,
+        action="append",
+        help=f"Ray release (repeatable; default {DEFAULT_RAY_VERSION})",
+    )
+    build.add_argument("--python", default="3.11")
+    build.add_argument(
+        "--base-image",
+        default=None,
+        help="base image with Python (default: Debian made with debootstrap)",
+    )
+
+    sweep = sub.add_parser("sweep", help="remove Docker objects left by dead runs")
+    sweep.add_argument(
+        "--all",
+        action="store_true",
+        help="remove every raychaos object, kept clusters and live runs included",
+    )
+
+    bench = sub.add_parser("bench", help="benchmarks").add_subparsers(
+        dest="bench_command", required=True
+    )
+    boot = bench.add_parser("boot", help="harness boot vs. bare docker run + ray start")
+    boot.add_argument("--runs", type=int, default=5)
+    boot.add_argument("--ray-version", type=_version, default=DEFAULT_RAY_VERSION)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return _dispatch(args)
+    except ChaosError as exc:
+        print(f"raychaos: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("raychaos: interrupted", file=sys.stderr)
+        return 130
+
+
+def _dispatch(args: argparse.Namespace) -> int:
+    from chaos.docker_api import connect
+
+    if args.command == "image":
+        from chaos.images import BuildSettings, ImageBuilder
+
+        client = connect()
+        builder = ImageBuilder(client, BuildSettings(base_image=args.base_image))
+        for version in args.ray_version or [DEFAULT_RAY_VERSION]:
+            print(builder.ensure(version, args.python))
+        return 0
+    if args.command == "sweep":
+        from chaos.sweep import sweep
+
+        print(f"raychaos: sweep {sweep(connect(), everything=args.all)}")
+        return 0
+    if args.command == "bench":
+        from chaos.bench import bench_boot
+        from chaos.images import ImageBuilder
+
+        if args.runs < 1:
+            raise ChaosError(f"--runs: expected ≥ 1, got {args.runs}")
+        client = connect()
+        result = bench_boot(client, ImageBuilder(client), args.ray_version, args.runs)
+        print(result.table())
+        return 0
+    raise AssertionError(f"unhandled command {args.command}")  # argparse makes this unreachable
+
+
+if __name__ == "__main__":
+    sys.exit(main())

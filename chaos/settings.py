@@ -1,0 +1,156 @@
+"""Effective raychaos settings: marker > command line > environment > ini (pytest-timeout's order).
+
+Every value remembers where it came from, so an error can say which knob to fix.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from chaos.spec import DEFAULT_RAY_VERSION, _check_version
+
+
+class SettingError(ValueError):
+    """A bad option value; the plugin turns it into ``pytest.UsageError``."""
+
+
+@dataclass(frozen=True)
+class Option:
+    """One setting: its flag, ini key, environment variable, default and parser."""
+
+    dest: str
+    flag: str
+    ini: str
+    env: str
+    default: str
+    help: str
+    parse: Callable[[str], Any] = str
+    is_flag: bool = False
+
+
+def _positive_seconds(raw: str) -> float:
+    try:
+        value = float(raw)
+    except ValueError:
+        raise SettingError(f"expected a number of seconds, got {raw!r}") from None
+    if value <= 0:
+        raise SettingError(f"expected seconds > 0, got {raw!r}")
+    return value
+
+
+def _ray_version(raw: str) -> str:
+    try:
+        _check_version(raw, "ray version")
+    except ValueError as exc:
+        raise SettingError(f"expected a Ray release such as 2.60.0, got {raw!r}") from exc
+    return raw
+
+
+def _bool(raw: str) -> bool:
+    lowered = raw.strip().lower()
+    if lowered in {"1", "true", "yes", "on"}:
+        return True
+    if lowered in {"0", "false", "no", "off", ""}:
+        return False
+    raise SettingError(f"expected true or false, got {raw!r}")
+
+
+def _image(raw: str) -> str:
+    if raw and not re.match(r"^[\w./:@-]+$", raw):
+        raise SettingError(
+            f"expected an image reference such as raychaos/ray:2.60.0-py3.11, got {raw!r}"
+        )
+    return raw
+
+
+OPTIONS: tuple[Option, ...] = (
+    Option(
+        "ray_version",
+        "--raychaos-ray-version",
+        "raychaos_ray_version",
+        "RAYCHAOS_RAY_VERSION",
+        DEFAULT_RAY_VERSION,
+        "Ray release the clusters run (an image is built for it on first use)",
+        _ray_version,
+    ),
+    Option(
+        "image",
+        "--raychaos-image",
+        "raychaos_image",
+        "RAYCHAOS_IMAGE",
+        "",
+        "use this ready-made node image instead of building one",
+        _image,
+    ),
+    Option(
+        "base_image",
+        "--raychaos-base-image",
+        "raychaos_base_image",
+        "RAYCHAOS_BASE_IMAGE",
+        "",
+        "base image for builds (default: a Debian image made with debootstrap)",
+        _image,
+    ),
+    Option(
+        "boot_timeout",
+        "--raychaos-boot-timeout",
+        "raychaos_boot_timeout",
+        "RAYCHAOS_BOOT_TIMEOUT",
+        "180",
+        "seconds until every node must be ALIVE in the GCS",
+        _positive_seconds,
+    ),
+    Option(
+        "keep",
+        "--raychaos-keep",
+        "raychaos_keep",
+        "RAYCHAOS_KEEP",
+        "false",
+        "keep the clusters of failed tests for inspection",
+        _bool,
+        is_flag=True,
+    ),
+)
+
+
+@dataclass(frozen=True)
+class Settings:
+    ray_version: str = DEFAULT_RAY_VERSION
+    image: str = ""
+    base_image: str = ""
+    boot_timeout: float = 180.0
+    keep: bool = False
+    workload_paths: tuple[Path, ...] = ()
+    #: Where each value came from ("--flag", "env VAR", "ini key", "default").
+    sources: dict[str, str] = field(default_factory=dict)
+
+
+def resolve(
+    cli: dict[str, Any], ini: dict[str, str], env: dict[str, str] | None = None
+) -> Settings:
+    """Merge the sources for every option; raise :class:`SettingError` naming the source."""
+    env = dict(os.environ) if env is None else env
+    values: dict[str, Any] = {}
+    sources: dict[str, str] = {}
+    for option in OPTIONS:
+        raw: Any
+        cli_value = cli.get(option.dest)
+        if cli_value not in (None, False):
+            raw, source = cli_value, option.flag
+        elif env.get(option.env):
+            raw, source = env[option.env], f"env {option.env}"
+        elif ini.get(option.ini) not in (None, ""):
+            raw, source = ini[option.ini], f"ini {option.ini}"
+        else:
+            raw, source = option.default, "default"
+        try:
+            values[option.dest] = raw if isinstance(raw, bool) else option.parse(str(raw))
+        except SettingError as exc:
+            raise SettingError(f"{option.flag} (from {source}): {exc}") from None
+        sources[option.dest] = source
+    return Settings(**values, sources=sources)
