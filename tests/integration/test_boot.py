@@ -1,0 +1,152 @@
+"""Boot real clusters, run workloads inside them, and leave nothing behind."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import docker
+import pytest
+from tenacity import Retrying, stop_after_delay, wait_fixed
+
+from chaos.cluster import Cluster
+from chaos.errors import ClusterBootTimeout, WorkloadError
+from chaos.spec import ClusterSpec, NodeSpec
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def ours(client: docker.DockerClient, run_id: str) -> list[str]:
+    selector = {"label": f"raychaos.run={run_id}"}
+    return (
+        [f"container {c.name}" for c in client.containers.list(all=True, filters=selector)]
+        + [f"network {n.name}" for n in client.networks.list(filters=selector)]
+        + [f"volume {v.name}" for v in client.volumes.list(filters=selector)]
+    )
+
+
+@pytest.mark.cluster(workers=2)
+def test_three_pinned_tasks_run_on_three_distinct_nodes(ray_cluster: Cluster) -> None:
+    names = ["head", "worker-1", "worker-2"]
+    run = ray_cluster.run("workloads.basics:node_ids_of_pinned_tasks", nodes=names, timeout=120)
+    placed = run.result()
+    assert len(set(placed.values())) == 3
+    assert placed == {n: ray_cluster.node(n).node_id for n in names}
+    driver_event = run.wait_for("driver_connected", timeout=5)[0]
+    assert driver_event.get("driver_node") == ray_cluster.node("driver").node_id
+    # Every node has the limits the spec asked for.
+    worker = ray_cluster.node("worker-1").container
+    worker.reload()
+    host_config = worker.attrs["HostConfig"]
+    assert host_config["Memory"] == 2 * 1024**3
+    assert host_config["ShmSize"] >= 100 * 1024**2
+    assert host_config["PortBindings"] in (None, {})
+    assert host_config["Init"] is True
+
+
+def test_pid_1_is_not_ray_start_so_a_raylet_can_die_alone(ray_cluster: Cluster) -> None:
+    pid1 = ray_cluster.exec("worker-1", ["ps", "-o", "comm=", "-p", "1"]).output.strip()
+    assert pid1 == "docker-init"
+    kill = ray_cluster.exec("worker-1", ["pkill", "-9", "-x", "raylet"])
+    assert kill.exit_code == 0
+    for attempt in Retrying(stop=stop_after_delay(15), wait=wait_fixed(0.5), reraise=True):
+        with attempt:
+            assert ray_cluster.exec("worker-1", ["pgrep", "-x", "raylet"]).exit_code == 1
+    worker = ray_cluster.node("worker-1").container
+    worker.reload()
+    assert worker.status == "running", "the container (the host) outlives its raylet"
+
+
+def test_a_node_that_cannot_start_fails_the_boot_fast_with_its_log(
+    docker_client: docker.DockerClient, image_builder, raychaos_identity
+) -> None:
+    spec = ClusterSpec(
+        workers=(NodeSpec(name="worker", extra_args=("--no-such-flag",)),), boot_timeout_s=120
+    )
+    started = time.monotonic()
+    cluster = Cluster(spec, client=docker_client, builder=image_builder, identity=raychaos_identity,
+                      tag="bad")
+    with pytest.raises(ClusterBootTimeout) as info, cluster:
+        pass
+    text = str(info.value)
+    assert time.monotonic() - started < 90, "a failed `ray start` is seen without waiting out the timeout"
+    print(text)
+    assert "worker (" in text and "ray start exited with 2" in text
+    assert "no-such-flag" in text, "the failed node's last log lines are in the error"
+    assert "--- ray status ---" in text
+    assert ours(docker_client, raychaos_identity.run_id) == [] or all(
+        cluster.key not in o for o in ours(docker_client, raychaos_identity.run_id)
+    ), "a failed start tears down what it created"
+
+
+def test_bad_workload_target_is_a_clear_harness_error(ray_cluster: Cluster) -> None:
+    with pytest.raises(WorkloadError, match="MODULE:FUNCTION"):
+        ray_cluster.run("workloads.basics.no_colon")
+    run = ray_cluster.run("workloads.basics:no_such_function", timeout=60)
+    with pytest.raises(WorkloadError, match="could not be started"):
+        run.outcome()
+
+
+FAILING = """
+import pytest
+
+@pytest.mark.cluster(workers=1, driver=False)
+def test_fails(ray_cluster):
+    assert ray_cluster.head.node_id
+    raise AssertionError("boom")
+"""
+
+HANGING = """
+import time
+
+def test_hangs(ray_cluster, tmp_path_factory):
+    print("BOOTED", flush=True)
+    open({marker!r}, "w").write(ray_cluster.key)
+    time.sleep(600)
+"""
+
+
+def _pytest(args: list[str], **kwargs: object) -> subprocess.Popen[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.Popen(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", *args],
+        env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, **kwargs,  # type: ignore[call-overload]
+    )
+
+
+def test_a_failing_test_leaves_nothing_behind(pytester: pytest.Pytester, docker_client: docker.DockerClient) -> None:
+    pytester.makepyfile(test_fail=FAILING)
+    pytester.mkdir("experiments")
+    (pytester.path / "experiments" / "workloads").symlink_to(ROOT / "experiments" / "workloads")
+    result = pytester.runpytest_subprocess("-p", "no:randomly")
+    result.assert_outcomes(failed=1)
+    run_id = next(line.split()[2].rstrip(",") for line in result.outlines if line.startswith("raychaos: run "))
+    assert ours(docker_client, run_id) == []
+
+
+def test_a_sigkilled_run_is_swept_by_the_next(pytester: pytest.Pytester, docker_client: docker.DockerClient) -> None:
+    marker = pytester.path / "booted"
+    pytester.makepyfile(test_hang=HANGING.format(marker=str(marker)))
+    proc = _pytest(["-s", str(pytester.path / "test_hang.py")], cwd=pytester.path)
+    try:
+        for attempt in Retrying(stop=stop_after_delay(240), wait=wait_fixed(1), reraise=True):
+            with attempt:
+                assert marker.exists() or proc.poll() is not None
+        assert marker.exists(), f"the cluster never booted: {proc.stdout.read() if proc.stdout else ''}"
+        key = marker.read_text()
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(30)
+    left = docker_client.containers.list(all=True, filters={"label": f"raychaos.cluster={key}"})
+    assert left, "SIGKILL skips teardown, so the cluster is still there"
+    pytester.makepyfile(test_ok="def test_ok(): pass")
+    result = pytester.runpytest_subprocess("test_ok.py")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["raychaos: sweep removed * leftover object(s)*"])
+    assert docker_client.containers.list(all=True, filters={"label": f"raychaos.cluster={key}"}) == []
+    assert docker_client.networks.list(filters={"label": f"raychaos.cluster={key}"}) == []
