@@ -156,19 +156,19 @@ class Cluster:
         for container in self._containers():
             try:
                 container.remove(force=True, v=True)
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - keep going: teardown and diagnostics must not raise
                 if "No such container" not in str(exc):
                     failures.append(f"container {container.name}: {exc}")
         if self.network is not None:
             try:
                 self.network.remove()
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - keep going: teardown and diagnostics must not raise
                 if "not found" not in str(exc):
                     failures.append(f"network {self.network.name}: {exc}")
         for volume in self.volumes:
             try:
                 self.client.volumes.get(volume).remove(force=True)
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - keep going: teardown and diagnostics must not raise
                 if "no such volume" not in str(exc).lower():
                     failures.append(f"volume {volume}: {exc}")
         if failures:
@@ -298,7 +298,7 @@ class Cluster:
         """``ray status`` as the head sees it (or why it could not be had)."""
         try:
             result = self.exec(self.head.name, ["ray", "status"], timeout=timeout)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - keep going: teardown and diagnostics must not raise
             return f"(ray status unavailable: {exc})"
         return result.output
 
@@ -308,7 +308,7 @@ class Cluster:
         parts: list[str] = []
         try:
             parts.append(bytes(target.container.logs(tail=tail)).decode(errors="replace"))
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - keep going: teardown and diagnostics must not raise
             parts.append(f"(container log unavailable: {exc})")
         if target.role != "redis":
             try:
@@ -323,35 +323,41 @@ class Cluster:
                     timeout=15,
                 )
                 parts.append(result.output)
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - keep going: teardown and diagnostics must not raise
                 parts.append(f"(Ray logs unavailable: {exc})")
         return "\n".join(parts)
 
     # -- readiness ------------------------------------------------------------------------
     def wait_ready(self, timeout: float, nodes: Iterable[Node] | None = None) -> None:
-        """Block until every expected node is ALIVE in the GCS; learn their Ray node ids."""
+        """Block until every expected node is ALIVE in the GCS; learn their Ray node ids.
+
+        A node that had a Ray node id before (a restart) must come back under a new one.
+        """
         expected = [n for n in (nodes or self.nodes.values()) if n.expect_join]
+        stale = [i for n in expected for i in ([n.node_id] if n.node_id else [])]
+        stale += [i for n in expected for i in n.past_node_ids]
         deadline = time.monotonic() + timeout
-        probe = self.stream(
-            self.driver.name,
-            [
-                "python",
-                "-u",
-                "-m",
-                "raychaos_agent.observe",
-                "--dashboard",
-                self.dashboard_url,
-                "--expect",
-                ",".join(n.ip for n in expected),
-                "--exit-when-ready",
-                "--period",
-                "0.2",
-            ],
-            source="boot",
-            bound_s=timeout,
-        )
+        with self._lock:
+            self._runs += 1
+            source = f"ready-{self._runs}"
+        argv = [
+            "python",
+            "-u",
+            "-m",
+            "raychaos_agent.observe",
+            "--dashboard",
+            self.dashboard_url,
+            "--expect",
+            ",".join(n.ip for n in expected),
+            "--exit-when-ready",
+            "--period",
+            "0.2",
+        ]
+        if stale:
+            argv += ["--ignore-ids", ",".join(stale)]
+        probe = self.stream(self.driver.name, argv, source=source, bound_s=timeout)
         while True:
-            ready = [e for e in self.history.events("ready", source="boot")]
+            ready = self.history.events("ready", source=source)
             if ready:
                 by_ip = ready[-1].get("nodes", {})
                 for node in expected:
@@ -360,9 +366,9 @@ class Cluster:
             failed = self._failed_nodes(expected)
             if failed or time.monotonic() > deadline or not probe.running:
                 probe.stop()
-                raise self._boot_error(expected, failed, timeout, probe)
+                raise self._boot_error(expected, failed, timeout, probe, source)
             self.history.await_event(
-                lambda e: e.source == "boot" and e.kind in {"ready", "exec_ended"}, timeout=1.0
+                lambda e: e.source == source and e.kind in {"ready", "exec_ended"}, timeout=1.0
             )
 
     def _failed_nodes(self, nodes: Iterable[Node]) -> dict[str, str]:
@@ -370,7 +376,7 @@ class Cluster:
         for node in nodes:
             try:
                 node.container.reload()
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - keep going: teardown and diagnostics must not raise
                 failed[node.name] = f"container gone ({exc})"
                 continue
             if node.container.status not in {"running", "created"}:
@@ -383,11 +389,16 @@ class Cluster:
         return failed
 
     def _boot_error(
-        self, expected: list[Node], failed: dict[str, str], timeout: float, probe: ExecStream
+        self,
+        expected: list[Node],
+        failed: dict[str, str],
+        timeout: float,
+        probe: ExecStream,
+        source: str,
     ) -> ClusterBootTimeout:
         alive = {
             ip
-            for e in self.history.events("node_state", source="boot")
+            for e in self.history.events("node_state", source=source)
             if e.get("state") == "ALIVE"
             for ip in [e.get("node_ip")]
         }

@@ -76,7 +76,7 @@ class ExecStream:
             for rest in buffers:
                 if rest:
                     self._line(rest)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - the container (and its exec) may be gone
             self.output.append(f"[raychaos] exec stream broke: {exc!r}")
         finally:
             self.exit_code = self._inspect_exit()
@@ -104,7 +104,7 @@ class ExecStream:
             try:
                 assert self.container.client is not None
                 info = self.container.client.api.exec_inspect(self._exec_id)
-            except Exception:
+            except Exception:  # noqa: BLE001 - the container (and its exec) may be gone
                 return None
             if not info.get("Running"):
                 code = info.get("ExitCode")
@@ -129,7 +129,7 @@ class ExecStream:
             for signal, wait_s in (("TERM", grace_s), ("KILL", grace_s)):
                 try:
                     self.container.exec_run(["kill", f"-{signal}", str(self.pid)])
-                except Exception:
+                except Exception:  # noqa: BLE001 - the container (and its exec) may be gone
                     break
                 if self._ended.wait(wait_s):
                     return

@@ -28,7 +28,9 @@ if TYPE_CHECKING:
     import docker
 
     from chaos.cluster import Cluster
+    from chaos.experiment import Experiment
     from chaos.images import ImageBuilder
+    from chaos.nemesis import Nemesis
 
 SETTINGS_KEY = pytest.StashKey[Settings]()
 RUN_ID_KEY = pytest.StashKey[str]()
@@ -323,6 +325,104 @@ def ray_cluster_factory(
 def ray_cluster(ray_cluster_factory: ClusterFactory, cluster_spec: ClusterSpec) -> Cluster:
     """A ready Ray cluster as the test's ``cluster`` marker (or ``cluster_spec``) describes."""
     return ray_cluster_factory(cluster_spec)
+
+
+@pytest.fixture
+def nemesis(ray_cluster: Cluster) -> Iterator[Nemesis]:
+    """Faults on ``ray_cluster``; every fault still active is healed at teardown."""
+    from chaos.nemesis import Nemesis
+
+    faults = Nemesis(ray_cluster)
+    yield faults
+    _or_fail(faults.heal_all)
+
+
+@pytest.fixture
+def experiment(
+    request: pytest.FixtureRequest, ray_cluster: Cluster, pytestconfig: pytest.Config
+) -> Iterator[Experiment]:
+    """Cluster + nemesis + observer; afterwards heal, check INV-01/INV-02, write evidence."""
+    from chaos.experiment import Experiment
+    from chaos.nemesis import Nemesis
+    from chaos.observer import Observer
+
+    observer = Observer(ray_cluster).start()
+    kit = Experiment(ray_cluster, Nemesis(ray_cluster), observer)
+    ray_cluster.history.await_event(
+        lambda e: e.source == "observer" and e.kind == "node_state", timeout=30
+    )
+    try:
+        yield kit
+        _or_fail(kit.nemesis.heal_all)
+        if not _failed(request.node):
+            kit.check_no_unexpected_death()
+            kit.check_resources_settle()
+    finally:
+        observer.stop()
+        _attach_evidence(kit, request.node, pytestconfig.rootpath / "reports" / "timelines")
+
+
+def _attach_evidence(kit: Experiment, item: pytest.Item, directory: Path) -> None:
+    """History JSON and timeline into reports/ and Allure; never breaks the run."""
+    try:
+        history, picture = kit.write_evidence(directory, item.nodeid)
+        import allure
+
+        allure.attach.file(
+            str(history), name="history", attachment_type=allure.attachment_type.JSON
+        )
+        if picture is not None:
+            allure.attach.file(
+                str(picture), name="timeline", attachment_type=allure.attachment_type.PNG
+            )
+        if kit.measurements:
+            import json
+
+            allure.attach(
+                json.dumps(kit.measurements, indent=1, default=repr),
+                name="measurements",
+                attachment_type=allure.attachment_type.JSON,
+            )
+    except Exception as exc:  # noqa: BLE001 - evidence is best effort, the verdict is not
+        _say(f"raychaos: could not write evidence for {item.nodeid}: {exc!r}")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
+    """Allure labels from the ``claim`` marker: epic, feature, story, claim ids, docs link."""
+    marker = item.get_closest_marker("claim")
+    if marker is not None:
+        try:
+            _label(item, marker)
+        except Exception as exc:  # noqa: BLE001 - reporting never breaks a run
+            _say(f"raychaos: could not label {item.nodeid}: {exc!r}")
+    return (yield)
+
+
+def _label(item: pytest.Item, marker: pytest.Mark) -> None:
+    import allure
+
+    from chaos.claims import family
+
+    settings = item.config.stash[SETTINGS_KEY]
+    allure.dynamic.epic("Ray fault tolerance")
+    families = [family(str(c)) for c in marker.args]
+    for fam in {f.feature: f for f in families}.values():
+        allure.dynamic.feature(fam.feature)
+        allure.dynamic.link(fam.doc, name=f"Ray docs: {fam.feature}")
+    worst = min(
+        (f.severity for f in families), key=["blocker", "critical", "normal", "minor"].index
+    )
+    allure.dynamic.severity(getattr(allure.severity_level, worst.upper()))
+    story = (
+        (item.obj.__doc__ or item.name).strip().splitlines()[0]
+        if hasattr(item, "obj")
+        else item.name
+    )
+    allure.dynamic.story(story)
+    for claim in marker.args:
+        allure.dynamic.label("claim", str(claim))
+    allure.dynamic.parameter("ray_version", settings.ray_version, excluded=True)
 
 
 def _or_fail(fn: Callable[[], Any]) -> Any:

@@ -63,21 +63,21 @@ def sweep(client: docker.DockerClient, *, everything: bool = False) -> SweepRepo
             try:
                 container.remove(force=True, v=True)
                 report.removed.append(f"container {container.name}")
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - sweep the rest regardless
                 report.failed.append(f"container {container.name} ({exc})")
     for network in client.networks.list(filters=selector):
         if _dead(network.attrs.get("Labels") or {}, everything, kept):
             try:
                 network.remove()
                 report.removed.append(f"network {network.name}")
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - sweep the rest regardless
                 report.failed.append(f"network {network.name} ({exc})")
     for volume in client.volumes.list(filters=selector):
         if _dead(volume.attrs.get("Labels") or {}, everything, kept):
             try:
                 volume.remove(force=True)
                 report.removed.append(f"volume {volume.name}")
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - sweep the rest regardless
                 report.failed.append(f"volume {volume.name} ({exc})")
     if everything and kept_dir().is_dir():
         for marker in kept_dir().glob("*"):

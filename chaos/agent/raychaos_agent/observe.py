@@ -47,6 +47,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--period", type=float, default=0.25)
     parser.add_argument("--expect", default="")
     parser.add_argument("--exit-when-ready", action="store_true")
+    parser.add_argument("--ignore-ids", default="", help="node ids that do not count as ready")
     parser.add_argument("--actors", action="store_true")
     parser.add_argument("--pgs", action="store_true")
     parser.add_argument("--timeout", type=float, default=0.0, help="0 runs until killed")
@@ -55,6 +56,7 @@ def main(argv: list[str]) -> int:
     from ray.util.state import list_actors, list_nodes, list_placement_groups
 
     expect = {ip for ip in args.expect.split(",") if ip}
+    ignore = {i for i in args.ignore_ids.split(",") if i}
     known: dict[tuple[str, str], dict[str, Any]] = {}
     observable: bool | None = None
     ready = not expect
@@ -87,7 +89,7 @@ def main(argv: list[str]) -> int:
                 if args.pgs
                 else []
             )
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - GCS or head down: that is the observation
             if observable is not False:
                 emit("unobservable", error=f"{type(exc).__name__}: {str(exc)[:300]}")
             observable = False
@@ -101,7 +103,11 @@ def main(argv: list[str]) -> int:
                 track("actor", str(actor["actor_id"]), actor)
             for pg in pgs:
                 track("pg", str(pg["placement_group_id"]), pg)
-            alive = {n["node_ip"]: n["node_id"] for n in nodes if n["state"] == "ALIVE"}
+            alive = {
+                n["node_ip"]: n["node_id"]
+                for n in nodes
+                if n["state"] == "ALIVE" and n["node_id"] not in ignore
+            }
             if not ready and expect <= set(alive):
                 ready = True
                 emit("ready", nodes={ip: alive[ip] for ip in sorted(expect)})

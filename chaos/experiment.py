@@ -1,0 +1,132 @@
+"""One experiment's kit: cluster, nemesis, observer, history — and the postconditions.
+
+After every experiment (claims INV-01 and INV-02): faults are healed, no node died that the
+experiment did not take down, and once work is done available CPU returns to total with no
+placement-group resources left. The kit also writes the evidence: the history as JSON and the
+timeline picture.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from chaos.errors import ChaosError
+from chaos.measure import node_death_band
+from chaos.nemesis import Nemesis
+from chaos.observer import Observer
+from chaos.timeline import render
+
+if TYPE_CHECKING:
+    from chaos.cluster import Cluster
+    from chaos.history import History
+
+#: CLAIMS.md INV-01: tasks settle within 60 s, actors within 300 s.
+INV01_TASKS_S = 60.0
+INV01_ACTORS_S = 300.0
+
+
+@dataclass
+class Experiment:
+    cluster: Cluster
+    nemesis: Nemesis
+    observer: Observer
+    #: Numbers worth reporting (recovery windows, attempts), shown with the result.
+    measurements: dict[str, Any] = field(default_factory=dict)
+    #: Why a postcondition does not apply (e.g. the head is gone for good), by claim id.
+    waived: dict[str, str] = field(default_factory=dict)
+    inv01_timeout: float = INV01_TASKS_S
+
+    @property
+    def history(self) -> History:
+        return self.cluster.history
+
+    def measure(self, name: str, value: Any) -> Any:
+        self.measurements[name] = value
+        self.history.record("checker", "measurement", name=name, value=value)
+        return value
+
+    def waive(self, claim: str, reason: str) -> None:
+        self.waived[claim] = reason
+
+    def expect_death(self, node: str) -> None:
+        """A node this experiment's fault kills indirectly (e.g. raylets exiting without GCS)."""
+        node_id = self.cluster.node(node).node_id
+        if node_id:
+            self.nemesis.killed_node_ids.add(node_id)
+
+    def node_death_band(self) -> Any:
+        return node_death_band(self.cluster.knobs())
+
+    # -- postconditions ---------------------------------------------------------------------
+    def check_no_unexpected_death(self) -> None:
+        """INV-02: every node that is DEAD was taken down by this experiment."""
+        if "INV-02" in self.waived:
+            return
+        ours = {n.node_id for n in self.cluster.ray_nodes()} | {
+            i for n in self.cluster.ray_nodes() for i in n.past_node_ids
+        }
+        dead = {
+            node_id: state
+            for node_id, state in self.observer.latest_nodes().items()
+            if state.get("state") == "DEAD" and node_id in ours
+        }
+        unexpected = {k: v for k, v in dead.items() if k not in self.nemesis.killed_node_ids}
+        assert not unexpected, "INV-02: nodes died that the experiment did not kill: " + ", ".join(
+            f"{self.cluster.node_by_id(k).name} ({v.get('state_message')})"
+            for k, v in unexpected.items()
+        )
+
+    def check_resources_settle(self) -> None:
+        """INV-01: available CPU back to total, no placement-group resources lingering."""
+        if "INV-01" in self.waived:
+            return
+        stream = self.cluster.stream(
+            self.cluster.driver.name,
+            ["python", "-u", "-m", "raychaos_agent.invariants", str(self.inv01_timeout)],
+            source="inv01",
+            bound_s=self.inv01_timeout + 60,
+        )
+        stream.wait(self.inv01_timeout + 70)
+        seen = self.history.events("inv01", source="inv01")
+        if not seen:
+            raise ChaosError(f"INV-01 check ended without a verdict: {stream.tail(8)}")
+        verdict = seen[-1]
+        assert verdict.get("settled"), (
+            f"INV-01: resources did not settle within {self.inv01_timeout:.0f} s: "
+            f"CPU {verdict.get('cpu_available')}/{verdict.get('cpu_total')} available, "
+            f"placement-group resources {verdict.get('placement_group_resources')}"
+        )
+
+    # -- evidence ---------------------------------------------------------------------------
+    def write_evidence(self, directory: Path, test_id: str) -> tuple[Path, Path | None]:
+        stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", test_id)[-150:]
+        directory.mkdir(parents=True, exist_ok=True)
+        history_path = directory / f"{stem}.history.json"
+        history_path.write_text(
+            json.dumps(
+                {
+                    "test": test_id,
+                    "knobs": self.cluster.knobs(),
+                    "nodes": self.cluster.node_map(),
+                    "measurements": self.measurements,
+                    "events": self.history.to_json(),
+                },
+                indent=1,
+                default=repr,
+            )
+        )
+        picture: Path | None = None
+        try:
+            picture = render(
+                self.history,
+                directory / f"{stem}.timeline.png",
+                names={n.ip: n.name for n in self.cluster.ray_nodes()},
+                title=test_id,
+            )
+        except ValueError:
+            picture = None
+        return history_path, picture
