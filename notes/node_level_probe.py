@@ -167,9 +167,11 @@ def objects_b(v: str) -> None:
 def objects_c(v: str) -> None:
     with Cluster(spec(v, workers=2), workload_paths=WORKLOADS) as c:
         for via in ("put", "task"):
-            run = c.run("workloads.objects:owner_died", timeout=300, owner_on="worker-2",
-                        via=via, producer_on="worker-2", kill="ray.kill", read_on="worker-2")
-            report(f"OBJ-05 owner ray.kill via={via}", v, outcome_dict(run))
+            for read_on in ("worker-2", "worker-1"):
+                run = c.run("workloads.objects:owner_died", timeout=300, owner_on="worker-2",
+                            via=via, producer_on="worker-2", kill="ray.kill", read_on=read_on)
+                report(f"OBJ-05 owner ray.kill via={via} copy on worker-2 read_on={read_on}", v,
+                       outcome_dict(run))
         run = c.run("workloads.objects:owner_died", timeout=300, owner_on="worker-2",
                     via="put", kill="host", read_on="worker-2")
         t, name = strike_when(c, run, "owner_ready", how="pid")
@@ -182,11 +184,24 @@ def objects_c(v: str) -> None:
 
 @scenario
 def objects_d(v: str) -> None:
-    with Cluster(spec(v, workers=2, env={"RAY_max_lineage_bytes": "100000"}),
+    with Cluster(spec(v, workers=3, env={"RAY_max_lineage_bytes": "100000"}),
                  workload_paths=WORKLOADS) as c:
         run = c.run("workloads.objects:lineage_evicted", timeout=400, on="worker-1")
         t, name = strike_when(c, run, "object_ready")
         report("OBJ-06 max_lineage_bytes=100000, 12x20KiB specs", v, {"t_kill": t, **outcome_dict(run)})
+        run = c.run("workloads.objects:lineage_evicted", timeout=400, on="worker-2", count=3)
+        t, name = strike_when(c, run, "object_ready")
+        report("OBJ-06 max_lineage_bytes=100000, 3x20KiB specs (under the cap)", v,
+               {"t_kill": t, **outcome_dict(run)})
+
+
+@scenario
+def objects_d_control(v: str) -> None:
+    with Cluster(spec(v, workers=2), workload_paths=WORKLOADS) as c:
+        run = c.run("workloads.objects:lineage_evicted", timeout=400, on="worker-1")
+        t, name = strike_when(c, run, "object_ready")
+        report("OBJ-06 control: default max_lineage_bytes, 12x20KiB specs", v,
+               {"t_kill": t, **outcome_dict(run)})
 
 
 @scenario

@@ -18,7 +18,7 @@ import time
 from typing import Any
 
 import ray
-from raychaos_agent import emit, node_id, pin
+from raychaos_agent import emit, node_id, node_id_of, pin
 
 from workloads.tasks import _jsonable, connect, describe, name_of
 
@@ -58,9 +58,8 @@ class Stateful:
         return "survived"
 
     def big(self, size_mb: float) -> Any:
-        import numpy as np
-
-        return np.full(int(size_mb * MB), 9, dtype=np.uint8)
+        
+        return bytes([9]) * int(size_mb * MB)
 
     def where(self) -> dict[str, Any]:
         return {"pid": os.getpid(), "node_id": node_id(),
@@ -277,12 +276,15 @@ def calls_during_restart(
 class Parent:
     """Creates child actors, so it is their owner."""
 
-    def spawn(self, child_on: str, max_restarts: int, detached_name: str) -> list[Any]:
-        child = Stateful.options(max_restarts=max_restarts,
-                                 scheduling_strategy=pin(child_on, soft=True)).remote()
+    def spawn(self, child_node_id: str, max_restarts: int, detached_name: str) -> list[Any]:
+        # Only the driver knows raychaos node names (RAYCHAOS_NODES): take a Ray node id here.
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        where = NodeAffinitySchedulingStrategy(child_node_id, soft=True)
+        child = Stateful.options(max_restarts=max_restarts, scheduling_strategy=where).remote()
         detached = Stateful.options(name=detached_name, namespace="raychaos",
                                     lifetime="detached", max_restarts=max_restarts,
-                                    scheduling_strategy=pin(child_on, soft=True)).remote()
+                                    scheduling_strategy=where).remote()
         ray.get([child.ping.remote(), detached.ping.remote()])
         return [child, detached]
 
@@ -311,7 +313,8 @@ def owner_dies(
     parent = Parent.options(scheduling_strategy=pin(parent_on)).remote()
     where = ray.get(parent.where.remote(), timeout=120)
     name = f"raychaos-detached-{os.urandom(4).hex()}"
-    child, detached = ray.get(parent.spawn.remote(child_on, max_restarts, name), timeout=120)
+    child, detached = ray.get(parent.spawn.remote(node_id_of(child_on), max_restarts, name),
+                              timeout=120)
     child_id = ray.get(child.ping.remote(), timeout=60)["actor_id"]
     detached_id = ray.get(detached.ping.remote(), timeout=60)["actor_id"]
     emit("parent_alive", pid=where["pid"], node_id=where["node_id"],

@@ -19,9 +19,8 @@ import os
 import time
 from typing import Any
 
-import numpy as np
 import ray
-from raychaos_agent import emit, node_id, pin
+from raychaos_agent import emit, node_id, node_id_of, pin
 
 from workloads.tasks import (
     _token,
@@ -40,7 +39,7 @@ MB = 1024 * 1024
 def _produce(tally: Any, key: str, size_mb: float, pad: bytes = b"") -> Any:
     """A plasma-sized output (> 100 KiB); every execution is counted by the tally."""
     ray.get(tally.hit.remote(key, node_id(), os.getpid()))
-    return np.full(int(size_mb * MB), 7, dtype=np.uint8)
+    return bytes([7]) * int(size_mb * MB)
 
 
 @ray.remote(num_cpus=1)
@@ -163,7 +162,7 @@ def put_secondary_copy(
     ``read_on`` and the driver read the object. Expected: both succeed.
     """
     connect()
-    ref = ray.put(np.full(int(size_mb * MB), 3, dtype=np.uint8))
+    ref = ray.put(bytes([3]) * int(size_mb * MB))
     first = ray.get(_consume.options(scheduling_strategy=pin(copy_on)).remote(ref), timeout=120)
     emit("secondary_copy", node_id=first["node_id"], node_name=name_of(first["node_id"]))
     dead = wait_node_dead(first["node_id"], wait_s=90)
@@ -176,14 +175,17 @@ def put_secondary_copy(
 class Owner:
     """Owns objects it creates with ``ray.put`` or by submitting a task."""
 
-    def make(self, size_mb: float, via: str, producer_on: str | None) -> list[Any]:
+    def make(self, size_mb: float, via: str, producer_node_id: str | None,
+             tally: Any = None) -> list[Any]:
+        # Only the driver knows raychaos node names (RAYCHAOS_NODES): take Ray node ids here.
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
         if via == "put":
-            ref = ray.put(np.full(int(size_mb * MB), 5, dtype=np.uint8))
+            ref = ray.put(bytes([5]) * int(size_mb * MB))
         else:
-            tally = make_tally()
-            ref = _produce.options(
-                scheduling_strategy=pin(producer_on) if producer_on else "DEFAULT"
-            ).remote(tally, "owned", size_mb)
+            strategy: Any = (NodeAffinitySchedulingStrategy(producer_node_id, soft=False)
+                             if producer_node_id else "DEFAULT")
+            ref = _produce.options(scheduling_strategy=strategy).remote(tally, "owned", size_mb)
             ray.wait([ref], fetch_local=False, timeout=120)
         return [ref]  # nested: the caller becomes a borrower
 
@@ -212,7 +214,8 @@ def owner_died(
     connect()
     owner = Owner.options(scheduling_strategy=pin(owner_on)).remote()
     where = ray.get(owner.where.remote(), timeout=60)
-    [ref] = ray.get(owner.make.remote(size_mb, via, producer_on), timeout=120)
+    producer_id = node_id_of(producer_on) if producer_on else None
+    [ref] = ray.get(owner.make.remote(size_mb, via, producer_id, make_tally()), timeout=120)
     ready, _ = ray.wait([ref], fetch_local=False, timeout=60)
     out: dict[str, Any] = {"owner": {**where, "node_name": name_of(where["node_id"])},
                            "via": via, "kill": kill, "object_ready": bool(ready)}

@@ -358,6 +358,13 @@ def task_on_dying_node(
          pid=first["pid"], name=key)
     out: dict[str, Any] = {"name": key, "first_node_id": first["node_id"],
                            "first_node_name": name_of(first["node_id"])}
+    import threading
+
+    dead: dict[str, Any] = {}
+    watcher = threading.Thread(
+        target=lambda: dead.update(wait_node_dead(first["node_id"], wait_s=get_timeout_s)),
+        daemon=True)
+    watcher.start()  # measures when the GCS marks the node dead, independently of ray.get
     try:
         out["value"] = ray.get(ref, timeout=get_timeout_s)
         out["value_node_name"] = name_of(out["value"]["node_id"])
@@ -368,9 +375,9 @@ def task_on_dying_node(
         out["error"] = describe(exc)
     out["t_outcome"] = time.time()
     emit("task_outcome", ok=out["error"] is None)
-    dead = wait_node_dead(first["node_id"], wait_s=60)
-    out["t_dead_seen"] = dead["t_dead_seen"]
-    out["node_record"] = dead["record"]
+    watcher.join(60)
+    out["t_dead_seen"] = dead.get("t_dead_seen")
+    out["node_record"] = dead.get("record")
     out["executions"] = ray.get(tally.get.remote(key))
     out["attempts"] = task_attempts(key, expect=len(out["executions"]))
     return out

@@ -1,0 +1,145 @@
+"""Every fault proves its effect and its heal on a real cluster."""
+
+from __future__ import annotations
+
+import pytest
+
+from chaos.cluster import Cluster
+from chaos.errors import FaultNotObserved
+from chaos.experiment import Experiment
+from chaos.measure import fault_to_node_dead, injected
+from chaos.nemesis import CHAIN, Nemesis
+
+FAST = {
+    "RAY_health_check_initial_delay_ms": "0",
+    "RAY_health_check_period_ms": "1000",
+    "RAY_health_check_timeout_ms": "1000",
+    "RAY_health_check_failure_threshold": "3",
+}
+
+
+@pytest.mark.cluster(env=FAST)
+def test_kill_node_is_seen_dead_within_the_health_check_band(experiment: Experiment, tmp_path) -> None:
+    victim = experiment.cluster.node("worker-1")
+    fault = experiment.nemesis.kill_node("worker-1")
+    band = experiment.node_death_band()
+
+    def dead() -> None:
+        assert experiment.observer.latest_nodes()[victim.node_id]["state"] == "DEAD"
+
+    from chaos.nemesis import wait_until
+
+    wait_until(dead, band.high + 5, "worker-1 DEAD in the GCS")
+    window = fault_to_node_dead(experiment.history, injected(experiment.history, "kill_node"), victim.node_id)
+    experiment.measure("kill → DEAD (s)", window)
+    assert window is not None and window in band, f"{window} s outside {band}"
+    assert fault.permanent
+    history, picture = experiment.write_evidence(tmp_path, "kill")
+    assert picture is not None and picture.stat().st_size > 10_000
+
+
+def test_partition_blocks_both_ways_and_heals(ray_cluster: Cluster) -> None:
+    nemesis = Nemesis(ray_cluster)
+    with nemesis.partition([["worker-1"], ["head", "worker-2", "driver"]]) as fault:
+        rules = ray_cluster.exec("worker-1", ["iptables", "-S", CHAIN]).output
+        assert "-j DROP" in rules
+        assert nemesis._connects(ray_cluster.node("worker-1"), ray_cluster.head) is False
+        assert nemesis._connects(ray_cluster.head, ray_cluster.node("worker-1")) is False
+    assert fault.healed
+    assert nemesis._connects(ray_cluster.node("worker-1"), ray_cluster.head) is True
+    assert "-j DROP" not in ray_cluster.exec("worker-1", ["iptables", "-S", CHAIN]).output
+    kinds = [e.kind for e in ray_cluster.history.events(source="nemesis")]
+    assert kinds == ["inject", "verified", "heal"]
+
+
+def test_partition_cuts_an_established_connection(ray_cluster: Cluster) -> None:
+    """A TCP connection opened before the partition stops carrying bytes once it strikes."""
+    server = ray_cluster.stream(
+        "worker-2",
+        ["python3", "-u", "-c",
+         "import socket\ns=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n"
+         "s.bind(('0.0.0.0', 7777)); s.listen(1); c,_=s.accept(); print('accepted', flush=True)\n"
+         "while True:\n  d=c.recv(64)\n  if not d: break\n  c.sendall(d)\n"],
+        source="echo-server", bound_s=300,
+    )
+    client = ray_cluster.stream(
+        "worker-1",
+        ["python3", "-u", "-c",
+         "import socket,time\n"
+         "for _ in range(100):\n"
+         "  try:\n"
+         f"    c=socket.create_connection(({ray_cluster.node('worker-2').ip!r}, 7777), timeout=5); break\n"
+         "  except OSError:\n    time.sleep(0.2)\n"
+         "c.settimeout(1)\n"
+         "for i in range(600):\n"
+         "  try:\n    c.sendall(b'x'); c.recv(1); print('ok', flush=True)\n"
+         "  except OSError as e:\n    print('fail', type(e).__name__, flush=True)\n"
+         "  time.sleep(0.2)\n"],
+        source="echo-client", bound_s=300,
+    )
+    try:
+        from chaos.nemesis import poll
+
+        poll(lambda: _assert_tail(client.output, "ok"), 30)
+        nemesis = Nemesis(ray_cluster)
+        with nemesis.partition([["worker-1"], ["worker-2"]]):
+            poll(lambda: _assert_tail(client.output, "fail"), 15)
+        poll(lambda: _assert_tail(client.output, "ok"), 30)
+    finally:
+        client.stop()
+        server.stop()
+
+
+def _assert_tail(lines: list[str], word: str) -> None:
+    assert lines and lines[-1].startswith(word), f"last line {lines[-1:]!r}"
+
+
+def test_pause_and_kill_raylet_prove_their_effect(ray_cluster: Cluster) -> None:
+    nemesis = Nemesis(ray_cluster)
+    with nemesis.pause_node("worker-2"):
+        ray_cluster.node("worker-2").container.reload()
+        assert ray_cluster.node("worker-2").container.status == "paused"
+    ray_cluster.node("worker-2").container.reload()
+    assert ray_cluster.node("worker-2").container.status == "running"
+    fault = nemesis.kill_raylet("worker-1")
+    assert nemesis.pids("worker-1", "raylet") == []
+    assert fault.details["pid"] > 0
+
+
+def test_a_fault_that_cannot_strike_is_inconclusive(ray_cluster: Cluster) -> None:
+    nemesis = Nemesis(ray_cluster)
+    nemesis.kill_raylet("worker-1")
+    with pytest.raises(FaultNotObserved, match="expected one raylet"):
+        nemesis.kill_raylet("worker-1")
+
+
+def test_a_fault_left_active_by_a_failing_test_is_healed(pytester: pytest.Pytester, docker_client) -> None:
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    pytester.mkdir("experiments")
+    (pytester.path / "experiments" / "workloads").symlink_to(root / "experiments" / "workloads")
+    pytester.makepyfile(
+        """
+        import json, pathlib
+
+        def test_fails(ray_cluster, nemesis):
+            nemesis.partition([["worker-1"], ["head"]])
+            pathlib.Path("names.json").write_text(json.dumps(
+                [ray_cluster.node("worker-1").container.id]))
+            raise AssertionError("boom while partitioned")
+        """
+    )
+    result = pytester.runpytest_subprocess("--raychaos-keep", "-p", "no:randomly")
+    result.assert_outcomes(failed=1)
+    import json
+
+    (container_id,) = json.loads((pytester.path / "names.json").read_text())
+    container = docker_client.containers.get(container_id)  # kept for inspection
+    try:
+        rules = container.exec_run(["iptables", "-S", CHAIN]).output.decode()
+        assert "DROP" not in rules, "teardown healed the partition before keeping the cluster"
+    finally:
+        from chaos.sweep import sweep
+
+        sweep(docker_client, everything=True)
