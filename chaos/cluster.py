@@ -157,7 +157,8 @@ class Cluster:
             try:
                 container.remove(force=True, v=True)
             except Exception as exc:  # noqa: BLE001 - keep going: teardown and diagnostics must not raise
-                if "No such container" not in str(exc):
+                # Gone already, or the daemon is removing it (a concurrent sweep): both fine.
+                if "No such container" not in str(exc) and "already in progress" not in str(exc):
                     failures.append(f"container {container.name}: {exc}")
         if self.network is not None:
             try:
@@ -257,6 +258,7 @@ class Cluster:
     def run(
         self,
         target: str,
+        /,
         *,
         node: str | None = None,
         timeout: float = 300,
@@ -287,6 +289,15 @@ class Cluster:
             env=env_all,
         )
         return WorkloadRun(target, stream, self.history, timeout)
+
+    def signal(self, name: str, node: str | None = None) -> None:
+        """Raise signal ``name`` for workloads waiting in ``wait_signal`` (default: driver node)."""
+        target = node or self.driver.name
+        path = f"/raychaos/state/signals/{name}"
+        result = self.exec(target, ["sh", "-c", f"mkdir -p /raychaos/state/signals && : > {path}"])
+        if result.exit_code != 0:
+            raise WorkloadError(f"could not raise signal {name} on {target}: {result.output}")
+        self.history.record("harness", "signal", name=name, node=target)
 
     def node_map(self) -> dict[str, dict[str, str]]:
         return {

@@ -85,9 +85,12 @@ class ExecStream:
             self.history.record(self.source, "exec_ended", exit_code=self.exit_code)
 
     def _line(self, raw: bytes) -> None:
-        if raw.startswith(MARK):
+        # Events from tasks and actors reach the driver through Ray's log forwarding, which
+        # prefixes them ("(task pid=…, ip=…) "): the mark may stand anywhere in the line.
+        at = raw.find(MARK)
+        if at >= 0:
             try:
-                data = json.loads(raw[len(MARK) :])
+                data = json.loads(raw[at + len(MARK) :])
             except json.JSONDecodeError:
                 self.output.append(raw.decode(errors="replace"))
                 return

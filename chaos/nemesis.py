@@ -231,6 +231,9 @@ class Nemesis:
         old_id = node.node_id
         bound = timeout or self.cluster.spec.boot_timeout_s
 
+        if old_id:
+            self.killed_node_ids.add(old_id)  # the old incarnation dies by our hand
+
         def inject() -> None:
             node.container.restart(timeout=5)
 

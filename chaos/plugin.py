@@ -390,23 +390,23 @@ def _attach_evidence(kit: Experiment, item: pytest.Item, directory: Path) -> Non
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
     """Allure labels from the ``claim`` marker: epic, feature, story, claim ids, docs link."""
-    marker = item.get_closest_marker("claim")
-    if marker is not None:
+    claims = [str(c) for m in item.iter_markers("claim") for c in m.args]
+    if claims:
         try:
-            _label(item, marker)
+            _label(item, sorted(set(claims)))
         except Exception as exc:  # noqa: BLE001 - reporting never breaks a run
             _say(f"raychaos: could not label {item.nodeid}: {exc!r}")
     return (yield)
 
 
-def _label(item: pytest.Item, marker: pytest.Mark) -> None:
+def _label(item: pytest.Item, claims: list[str]) -> None:
     import allure
 
     from chaos.claims import family
 
     settings = item.config.stash[SETTINGS_KEY]
     allure.dynamic.epic("Ray fault tolerance")
-    families = [family(str(c)) for c in marker.args]
+    families = [family(c) for c in claims]
     for fam in {f.feature: f for f in families}.values():
         allure.dynamic.feature(fam.feature)
         allure.dynamic.link(fam.doc, name=f"Ray docs: {fam.feature}")
@@ -420,8 +420,8 @@ def _label(item: pytest.Item, marker: pytest.Mark) -> None:
         else item.name
     )
     allure.dynamic.story(story)
-    for claim in marker.args:
-        allure.dynamic.label("claim", str(claim))
+    for claim in claims:
+        allure.dynamic.label("claim", claim)
     allure.dynamic.parameter("ray_version", settings.ray_version, excluded=True)
 
 

@@ -126,7 +126,11 @@ def tasks_node_death(v: str) -> None:
 def strike_when(c: Cluster, run: Any, event: str, how: str = "node", count: int = 1,
                 timeout: float = 180) -> tuple[float, str]:
     """Wait for the workload's ``event`` (the count-th), kill the node it names."""
-    ev = run.wait_for(event, count=count, timeout=timeout)[-1]
+    try:
+        ev = run.wait_for(event, count=count, timeout=timeout)[-1]
+    except Exception as exc:
+        errs = [e.get("error") for e in run.events("error")]
+        raise RuntimeError(f"{exc}; workload error: {json.dumps(errs, default=str)[:2500]}") from exc
     name = ev.get("node_name") or c.node_by_id(ev.get("node_id")).name
     if how == "node":
         return kill_node(c, name), name
@@ -257,7 +261,12 @@ def nodes_a(v: str) -> None:
         report("NODE-02 raylet kill", v, {"t_kill": t, **out, "ps_after": ps,
                                           "driver_output": run.stream.tail(30)})
         run = c.run("workloads.nodes:node_death", timeout=300, on="worker-3")
-        ev = run.wait_for("node_busy", timeout=180)
+        strike_when.__doc__  # noqa: B018
+        try:
+            run.wait_for("node_busy", timeout=180)
+        except Exception as exc:
+            errs = [e.get("error") for e in run.events("error")]
+            raise RuntimeError(f"{exc}; workload error: {json.dumps(errs, default=str)[:2500]}") from exc
         t = time.time()
         r = c.exec("worker-3", ["ray", "stop"], timeout=90)
         report("NODE-04 ray stop (SIGTERM)", v, {"t_kill": t, "ray_stop": r.output[-800:],
@@ -296,5 +305,7 @@ if __name__ == "__main__":
         try:
             SCENARIOS[name](version)
         except Exception as exc:  # noqa: BLE001
-            report(name, version, {"probe_error": f"{type(exc).__name__}: {exc}"[:3000]})
+            ctx = exc.__context__
+            report(name, version, {"probe_error": f"{type(exc).__name__}: {exc}"[:3000],
+                                   "during": f"{type(ctx).__name__}: {ctx}"[:3000] if ctx else None})
         print(f"# {name} on {version} took {time.time() - started:.0f} s", flush=True)

@@ -11,6 +11,7 @@ kill the node's container (or raylet) for a node death.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import threading
@@ -58,7 +59,7 @@ class Stateful:
         return "survived"
 
     def big(self, size_mb: float) -> Any:
-        
+
         return bytes([9]) * int(size_mb * MB)
 
     def where(self) -> dict[str, Any]:
@@ -89,7 +90,7 @@ class _StateWatcher:
         self.period = period
         self.transitions: list[dict[str, Any]] = []
         self._stop = threading.Event()
-        self._thread = threading.Thread(on=self._loop, daemon=True)
+        self._thread = threading.Thread(target=self._loop, daemon=True)
         self._thread.start()
 
     def _loop(self) -> None:
@@ -281,8 +282,10 @@ class Parent:
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
         where = NodeAffinitySchedulingStrategy(child_node_id, soft=True)
-        child = Stateful.options(max_restarts=max_restarts, scheduling_strategy=where).remote()
-        detached = Stateful.options(name=detached_name, namespace="raychaos",
+        # num_cpus=0: a soft pin waits (does not spill) while its node is merely busy.
+        child = Stateful.options(num_cpus=0, max_restarts=max_restarts,
+                                 scheduling_strategy=where).remote()
+        detached = Stateful.options(num_cpus=0, name=detached_name, namespace="raychaos",
                                     lifetime="detached", max_restarts=max_restarts,
                                     scheduling_strategy=where).remote()
         ray.get([child.ping.remote(), detached.ping.remote()])
@@ -333,10 +336,8 @@ def owner_dies(
     except Exception as exc:  # noqa: BLE001
         out["detached_error"] = describe(exc)
     out["detached_state_api"] = _actor_rows(detached_id)
-    try:
+    with contextlib.suppress(Exception):  # already gone
         ray.kill(ray.get_actor(name, namespace="raychaos"))
-    except Exception:  # noqa: BLE001 - already gone
-        pass
     return out
 
 
@@ -370,7 +371,7 @@ def actor_output_lost(
                            "t_dead_seen": dead["t_dead_seen"]}
     try:
         value = ray.get(ref, timeout=get_timeout_s)
-        out["value"] = {"nbytes": int(len(value))}
+        out["value"] = {"nbytes": len(value)}
         out["error"] = None
     except Exception as exc:  # noqa: BLE001
         out["error"] = describe(exc)

@@ -56,7 +56,9 @@ def node_death(
         key = _token("busy")
         ref = _long_task.options(name=key, max_retries=0,
                                  scheduling_strategy=pin(on)).remote(tally, key, 600)
-        actor = Stateful.options(max_restarts=0, scheduling_strategy=pin(on)).remote()
+        # num_cpus=0: the task already holds the node's only CPU.
+        actor = Stateful.options(num_cpus=0, max_restarts=0,
+                                 scheduling_strategy=pin(on)).remote()
         first = ray.get(actor.ping.remote(), timeout=120)
         actor_id = first["actor_id"]
         deadline = time.monotonic() + 120
@@ -78,7 +80,7 @@ def node_death(
             box["actor_errors"] = probe["errors"]
             box["t_actor_final"] = probe["t"]
 
-        threads = [threading.Thread(on=task_wait), threading.Thread(on=actor_wait)]
+        threads = [threading.Thread(target=task_wait), threading.Thread(target=actor_wait)]
         for t in threads:
             t.start()
         emit("node_busy", node_id=nid, node_name=on, actor_pid=first["pid"], task=key)

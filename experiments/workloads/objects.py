@@ -44,7 +44,7 @@ def _produce(tally: Any, key: str, size_mb: float, pad: bytes = b"") -> Any:
 
 @ray.remote(num_cpus=1)
 def _consume(x: Any) -> dict[str, Any]:
-    return {"nbytes": int(len(x)), "node_id": node_id()}
+    return {"nbytes": len(x), "node_id": node_id()}
 
 
 def _read(ref: Any, read_via: str, reader: str, get_timeout_s: float) -> dict[str, Any]:
@@ -64,7 +64,7 @@ def _read(ref: Any, read_via: str, reader: str, get_timeout_s: float) -> dict[st
     if read_via in ("driver", "both"):
         try:
             value = ray.get(ref, timeout=get_timeout_s)
-            out["driver_value"] = {"nbytes": int(len(value))}
+            out["driver_value"] = {"nbytes": len(value)}
             out["driver_error"] = None
         except ray.exceptions.GetTimeoutError as exc:
             out["driver_error"] = describe(exc)
@@ -273,13 +273,14 @@ def lineage_evicted(
     where = wheres.pop()
     emit("object_ready", node_id=where, node_name=name_of(where))
     dead = wait_node_dead(where, wait_s=90)
+    lineage_cap = os.environ.get("RAY_max_lineage_bytes")  # noqa: SIM112 - Ray's spelling
     out: dict[str, Any] = {"t_dead_seen": dead["t_dead_seen"], "objects": [],
-                           "RAY_max_lineage_bytes": os.environ.get("RAY_max_lineage_bytes")}
-    for i, (k, ref) in enumerate(zip(keys, refs)):
+                           "RAY_max_lineage_bytes": lineage_cap}
+    for i, (k, ref) in enumerate(zip(keys, refs, strict=True)):
         row: dict[str, Any] = {"index": i}
         try:
             value = ray.get(ref, timeout=get_timeout_s)
-            row["ok"] = int(len(value))
+            row["ok"] = len(value)
         except Exception as exc:  # noqa: BLE001
             err = describe(exc)
             row["error"] = {k2: err.get(k2) for k2 in ("type", "bases", "reason")}

@@ -132,7 +132,7 @@ def actor_states(class_name: str, wait_s: float = 3.0) -> list[dict[str, Any]]:
     rows: list[Any] = []
     while True:
         rows = list_actors(filters=[("class_name", "=", class_name)], limit=1000,
-                           raise_on_missing_output=False)
+                           detail=True, raise_on_missing_output=False)
         if rows or time.time() > deadline:
             break
         time.sleep(0.5)

@@ -67,14 +67,30 @@ def disk_usage(paths: list[str] | None = None) -> dict[str, Any]:
     return out
 
 
+def raylet_env(prefix: str = "RAY_") -> dict[str, str]:
+    """The ``RAY_*`` environment of this node's raylet process (proof a knob reached it)."""
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                argv0 = f.read().split(b"\0")[0]
+            if not argv0.endswith(b"/raylet"):
+                continue
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                pairs = [e.decode(errors="replace").split("=", 1) for e in f.read().split(b"\0") if e]
+            return {k: v for k, v in (p for p in pairs if len(p) == 2) if k.startswith(prefix)}
+        except OSError:
+            continue
+    return {"error": "no raylet process found"}
+
+
 def fill_store(total_mb: int = 300, size_mb: int = 10, read_back: bool = True,
                put_timeout_s: float = 60.0) -> dict[str, Any]:
     """Keep ``total_mb`` of ``size_mb`` ``ray.put`` objects alive on this node's store.
 
     Each put is timed; the first exception stops the loop and is reported with its index.
     """
-    import numpy as np
-
     connect()
     store = next(n["Resources"].get("object_store_memory", 0) for n in ray.nodes()
                  if n["NodeID"] == node_id())
@@ -86,7 +102,7 @@ def fill_store(total_mb: int = 300, size_mb: int = 10, read_back: bool = True,
     for i in range(total_mb // size_mb):
         t1 = time.time()
         try:
-            refs.append(ray.put(np.full(size_mb * MiB, i % 251, dtype=np.uint8)))
+            refs.append(ray.put(bytes([i % 251]) * (size_mb * MiB)))
         except Exception as exc:  # noqa: BLE001 - outcome under test
             error = {"index": i, "after_mib": i * size_mb, **describe_error(exc)}
             break
@@ -111,7 +127,7 @@ def fill_store(total_mb: int = 300, size_mb: int = 10, read_back: bool = True,
         "slowest_put_s": max(puts) if puts else None, "fill_s": fill_s,
         "readable": readable, "read_error": read_error,
         "spilled_mib": spilled_mib(stats), "memory_stats": stats, "disk": disks,
-        "knobs": knobs(),
+        "knobs": knobs(), "raylet_env": raylet_env(),
     }
 
 

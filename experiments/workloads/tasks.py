@@ -110,7 +110,8 @@ def state_node(nid: str) -> dict[str, Any] | None:
     from ray.util.state import list_nodes
 
     try:
-        rows = list_nodes(filters=[("node_id", "=", nid)], detail=True, raise_on_missing_output=False)
+        rows = list_nodes(filters=[("node_id", "=", nid)], detail=True,
+                          raise_on_missing_output=False)
     except Exception as exc:  # noqa: BLE001
         return {"error": f"{type(exc).__name__}: {exc}"[:300]}
     if not rows:
@@ -134,7 +135,9 @@ def _jsonable(value: Any) -> Any:
 _TERMINAL = {"FINISHED", "FAILED"}
 
 
-def task_attempts(name: str, expect: int | None = None, wait_s: float = 15.0) -> list[dict[str, Any]]:
+def task_attempts(
+    name: str, expect: int | None = None, wait_s: float = 15.0
+) -> list[dict[str, Any]]:
     """State API rows (one per attempt) of tasks called ``name``, oldest attempt first.
 
     Polls until the last attempt is terminal (and, if ``expect`` is given, until that many

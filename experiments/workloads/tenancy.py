@@ -162,7 +162,8 @@ def pg_reservation(wait_s: float = 8.0) -> dict[str, Any]:
     in_pg = PlacementGroupSchedulingStrategy(placement_group=pg, placement_group_bundle_index=0)
     actor = InPg.options(scheduling_strategy=in_pg).remote()
     ray.get(actor.node.remote(), timeout=60)
-    inside_task = sleeper.options(scheduling_strategy=in_pg).remote(120)
+    inside_task = sleeper.options(scheduling_strategy=in_pg, max_retries=0).remote(120)
+    inside_retriable = sleeper.options(scheduling_strategy=in_pg, name="sleeper_retriable").remote(120)
     outside = sleeper.remote(0.1)
     ready, _ = ray.wait([outside], timeout=wait_s)
     out: dict[str, Any] = {
@@ -180,15 +181,19 @@ def pg_reservation(wait_s: float = 8.0) -> dict[str, Any]:
         out["outside_after_remove_s"] = round(time.time() - t0, 2)
     except Exception as exc:  # noqa: BLE001
         out["outside_after_remove"] = describe_error(exc)
-    for label, ref in (("actor_call", actor.node.remote()), ("inside_task", inside_task)):
+    for label, ref in (("actor_call", actor.node.remote()), ("inside_task max_retries=0", inside_task),
+                       ("inside_task default retries", inside_retriable)):
         t1 = time.time()
         try:
-            ray.get(ref, timeout=60)
+            ray.get(ref, timeout=30)
             out[label] = {"ok": True}
         except Exception as exc:  # noqa: BLE001 - outcome under test
             out[label] = {"ok": False, "error": describe_error(exc)}
         out[label]["seconds"] = round(time.time() - t1, 2)
     out["actor_states"] = actor_states("InPg")
+    out["inside_task_states"] = {"max_retries=0": task_states("sleeper"),
+                                 "retriable": task_states("sleeper_retriable")}
+    ray.cancel(inside_retriable, force=True)
     out["after"] = wait_cpu_free(60)
     out["pg_resources_left"] = sorted(k for k in ray.available_resources() if "_group_" in k)
     return out
@@ -199,15 +204,13 @@ def pg_reservation(wait_s: float = 8.0) -> dict[str, Any]:
 
 @ray.remote(num_cpus=0)
 def checksum(arr: Any) -> int:
-    return int(arr[::4096].sum())
+    return sum(arr[::4096])
 
 
 def store_tenant_b(n_objs: int = 3, size_mb: int = 10, duration_s: float = 40.0) -> dict[str, Any]:
     """Tenant B: puts a few objects, then keeps reading them with tasks every second."""
-    import numpy as np
-
     connect(namespace="tenant-b")
-    refs = [ray.put(np.full(size_mb * 1024 * 1024, i + 1, dtype=np.uint8)) for i in range(n_objs)]
+    refs = [ray.put(bytes([i + 1]) * (size_mb * 1024 * 1024)) for i in range(n_objs)]
     expect = [int(ray.get(checksum.remote(r), timeout=60)) for r in refs]
     emit("b_ready", n=n_objs, size_mb=size_mb)
     rounds, failures = 0, []
@@ -230,19 +233,17 @@ def store_tenant_b(n_objs: int = 3, size_mb: int = 10, duration_s: float = 40.0)
 
 def store_tenant_a(total_mb: int = 300, size_mb: int = 20) -> dict[str, Any]:
     """Tenant A: keeps ``total_mb`` of ``ray.put`` objects alive (more than the store)."""
-    import numpy as np
-
     connect(namespace="tenant-a")
     refs, errors = [], []
     t0 = time.time()
     for i in range(total_mb // size_mb):
         try:
-            refs.append(ray.put(np.full(size_mb * 1024 * 1024, 7, dtype=np.uint8)))
+            refs.append(ray.put(b"\x07" * (size_mb * 1024 * 1024)))
         except Exception as exc:  # noqa: BLE001 - outcome under test
             errors.append(describe_error(exc))
             break
     emit("a_filled", n=len(refs), seconds=round(time.time() - t0, 2))
-    ok = sum(1 for r in refs if int(ray.get(r)[0]) == 7)
+    ok = sum(1 for r in refs if ray.get(r)[0] == 7)
     return {"put": len(refs), "readable": ok, "errors": errors,
             "seconds": round(time.time() - t0, 2), "stats": _memory_stats()}
 

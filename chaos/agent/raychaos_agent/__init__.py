@@ -67,3 +67,20 @@ def pin(name: str, soft: bool = False) -> Any:
 def knobs() -> dict[str, str]:
     """The ``RAY_*`` environment in effect for this process (recorded with results)."""
     return {k: v for k, v in os.environ.items() if k.startswith("RAY_")}
+
+
+SIGNALS = "/raychaos/state/signals"
+
+
+def wait_signal(name: str, timeout: float) -> float:
+    """Block until the host raises signal ``name`` (``Cluster.signal``); return when, wall-clock.
+
+    Raises TimeoutError after ``timeout`` seconds, so a workload never waits forever.
+    """
+    path = os.path.join(SIGNALS, name)
+    deadline = time.monotonic() + timeout
+    while not os.path.exists(path):
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"host signal {name!r} not raised within {timeout:.0f} s")
+        time.sleep(0.05)  # polling period of a bounded wait
+    return time.time()
