@@ -38,10 +38,16 @@ def render(history: History, path: Path, *, names: Mapping[str, str], title: str
     fig, ax = plt.subplots(figsize=(12, 1.2 + 0.55 * len(rows)))
     # Node state bars, per IP (a restarted node keeps its IP under a new node id).
     current: dict[str, tuple[float, str]] = {}
+    newest_id: dict[str, str] = {}
     for event in history.events("node_state", source="observer"):
         ip = str(event.get("node_ip"))
         if ip not in names:
             continue
+        # A restarted node has a new id on the same IP: once it appears, the lane follows it.
+        node_id = str(event.get("node_id"))
+        if ip in newest_id and node_id != newest_id[ip] and event.get("state") == "DEAD":
+            continue
+        newest_id[ip] = node_id
         if ip in current:
             start, state = current[ip]
             _bar(ax, y[names[ip]], start, event.t - t0, state)

@@ -42,7 +42,9 @@ def raylets(experiment: Experiment, node: str) -> list[int]:
     "backend",
     ["redis", pytest.param("rocksdb", marks=pytest.mark.claim("GCS-06"))],
 )
-def test_gcs_outage_keeps_running_work_and_a_restart_reloads_state(experiment: Experiment, backend: str) -> None:
+def test_gcs_outage_keeps_running_work_and_a_restart_reloads_state(
+    experiment: Experiment, backend: str
+) -> None:
     """While the GCS is down running work continues; restarted with persistence, state is back."""
     cluster = experiment.cluster
     workers_before = {n.name: n.node_id for n in cluster.workers()}
@@ -131,7 +133,9 @@ def test_head_death_without_ft_takes_the_cluster_down(experiment: Experiment) ->
 
     wait_until(raylets_gone, GCS_RECONNECT_S + EXIT_SLACK_S, "raylets exit after the head died")
     experiment.measure("head kill → raylets gone (s)", round(time.time() - head.injected_at, 2))
-    outcome = run.outcome(timeout=GCS_RECONNECT_S + EXIT_SLACK_S + 30) if run.stream.running else None
+    outcome = (
+        run.outcome(timeout=GCS_RECONNECT_S + EXIT_SLACK_S + 30) if run.stream.running else None
+    )
     assert run.stream.exit_code not in (0, None) or (outcome is not None and not outcome.ok), (
         "the driver must lose the cluster"
     )
@@ -154,8 +158,9 @@ def test_gcs_restart_without_persistence_is_a_new_cluster(experiment: Experiment
             assert raylets(experiment, name) == [], f"{name}'s old raylet still runs"
 
     wait_until(raylets_gone, 60 + EXIT_SLACK_S, "old raylets exit against the new GCS")
-    experiment.measure("head restart → old raylets gone (s)",
-                       round(time.time() - restart.injected_at, 2))
+    experiment.measure(
+        "head restart → old raylets gone (s)", round(time.time() - restart.injected_at, 2)
+    )
     alive = {r["node_id"] for r in experiment.nemesis.state("nodes") if r["state"] == "ALIVE"}
     assert not alive & set(old_workers.values()), "no old worker id is ALIVE in the new cluster"
     experiment.waive("INV-01", "the workers are gone by design")

@@ -37,9 +37,13 @@ class Stateful:
 
     def ping(self) -> dict[str, Any]:
         self.calls += 1
-        return {"pid": os.getpid(), "node_id": node_id(), "calls": self.calls,
-                "started": self.started,
-                "actor_id": ray.get_runtime_context().get_actor_id()}
+        return {
+            "pid": os.getpid(),
+            "node_id": node_id(),
+            "calls": self.calls,
+            "started": self.started,
+            "actor_id": ray.get_runtime_context().get_actor_id(),
+        }
 
     def step(self, i: int, sleep_s: float = 0.0) -> dict[str, Any]:
         if sleep_s:
@@ -63,23 +67,29 @@ class Stateful:
         return bytes([9]) * int(size_mb * MB)
 
     def where(self) -> dict[str, Any]:
-        return {"pid": os.getpid(), "node_id": node_id(),
-                "actor_id": ray.get_runtime_context().get_actor_id()}
+        return {
+            "pid": os.getpid(),
+            "node_id": node_id(),
+            "actor_id": ray.get_runtime_context().get_actor_id(),
+        }
 
 
 def _actor_rows(actor_id: str) -> dict[str, Any] | None:
     from ray.util.state import list_actors
 
     try:
-        rows = list_actors(filters=[("actor_id", "=", actor_id)], detail=True,
-                           raise_on_missing_output=False)
+        rows = list_actors(
+            filters=[("actor_id", "=", actor_id)], detail=True, raise_on_missing_output=False
+        )
     except Exception as exc:  # noqa: BLE001
         return {"state_api_error": f"{type(exc).__name__}: {exc}"[:300]}
     if not rows:
         return None
     a = rows[0]
-    return {k: _jsonable(getattr(a, k, None)) for k in (
-        "state", "num_restarts", "death_cause", "node_id", "pid", "name")}
+    return {
+        k: _jsonable(getattr(a, k, None))
+        for k in ("state", "num_restarts", "death_cause", "node_id", "pid", "name")
+    }
 
 
 class _StateWatcher:
@@ -101,8 +111,13 @@ class _StateWatcher:
                 key = (row["state"], row.get("num_restarts"))
                 if key != last:
                     last = key
-                    self.transitions.append({"t": time.time(), "state": row["state"],
-                                             "num_restarts": row.get("num_restarts")})
+                    self.transitions.append(
+                        {
+                            "t": time.time(),
+                            "state": row["state"],
+                            "num_restarts": row.get("num_restarts"),
+                        }
+                    )
             self._stop.wait(self.period)
 
     def stop(self) -> list[dict[str, Any]]:
@@ -121,10 +136,10 @@ def _final_actor_row(actor_id: str, wait_s: float = 15) -> dict[str, Any] | None
     return row
 
 
-def _probe_until(actor: Any, want: str, wait_s: float, call_timeout: float = 5
-                 ) -> dict[str, Any]:
+def _probe_until(actor: Any, want: str, wait_s: float, call_timeout: float = 5) -> dict[str, Any]:
     """Ping until ``want`` happens: "error" (any failure) / "final" (a non-Unavailable
-    ``RayActorError``) / "ok" (a successful call). Records every distinct error seen."""
+    ``RayActorError``) / "ok" (a successful call; a final error ends the wait too). Records
+    every distinct error seen."""
     errors: list[dict[str, Any]] = []
     deadline = time.monotonic() + wait_s
     while time.monotonic() < deadline:
@@ -139,8 +154,9 @@ def _probe_until(actor: Any, want: str, wait_s: float, call_timeout: float = 5
             if not errors or errors[-1]["type"] != info["type"]:
                 errors.append(info)
             final = isinstance(exc, ray.exceptions.RayActorError) and not isinstance(
-                exc, getattr(ray.exceptions, "ActorUnavailableError", ()))
-            if want == "error" or (want == "final" and final):
+                exc, getattr(ray.exceptions, "ActorUnavailableError", ())
+            )
+            if want == "error" or final:  # a final death also ends a wait for "ok"
                 return {"errors": errors, "t": time.time()}
         time.sleep(0.2)
     return {"errors": errors, "timed_out": True, "t": time.time()}
@@ -148,8 +164,13 @@ def _probe_until(actor: Any, want: str, wait_s: float, call_timeout: float = 5
 
 def _strike(actor: Any, kill: str, round_: int) -> dict[str, Any]:
     where = ray.get(actor.where.remote(), timeout=60)
-    info = {"round": round_, "pid": where["pid"], "node_id": where["node_id"],
-            "node_name": name_of(where["node_id"]), "t_alive": time.time()}
+    info = {
+        "round": round_,
+        "pid": where["pid"],
+        "node_id": where["node_id"],
+        "node_name": name_of(where["node_id"]),
+        "t_alive": time.time(),
+    }
     emit("actor_alive", **info)
     if kill == "self":
         actor.die.remote()
@@ -176,8 +197,13 @@ def actor_dies(
     info = _strike(actor, kill, 0)
     probe = _probe_until(actor, "final", wait_s)
     emit("actor_final_error", types=[e["type"] for e in probe["errors"]])
-    out: dict[str, Any] = {"actor_id": actor_id, "struck": info, "errors": probe["errors"],
-                           "t_final": probe["t"], "timed_out": probe.get("timed_out", False)}
+    out: dict[str, Any] = {
+        "actor_id": actor_id,
+        "struck": info,
+        "errors": probe["errors"],
+        "t_final": probe["t"],
+        "timed_out": probe.get("timed_out", False),
+    }
     out["state_api"] = _final_actor_row(actor_id)
     return out
 
@@ -199,8 +225,9 @@ def actor_restarts(
     State API transitions (RESTARTING/ALIVE/DEAD with ``num_restarts``) and the final row.
     """
     connect()
-    actor = Stateful.options(max_restarts=max_restarts,
-                             scheduling_strategy=pin(on, soft=soft)).remote()
+    actor = Stateful.options(
+        max_restarts=max_restarts, scheduling_strategy=pin(on, soft=soft)
+    ).remote()
     actor_id = ray.get(actor.ping.remote(), timeout=120)["actor_id"]
     watcher = _StateWatcher(actor_id)
     rounds: list[dict[str, Any]] = []
@@ -212,10 +239,15 @@ def actor_restarts(
         back = _probe_until(actor, "ok", wait_s) if not broke.get("timed_out") else broke
         info["errors_during"] = [e["type"] for e in broke["errors"] + back["errors"]]
         if "ok" in back:
-            info.update({"restarted": True, "after": back["ok"],
-                         "after_node_name": name_of(back["ok"]["node_id"]),
-                         "state_reset": back["ok"]["calls"] == 1,
-                         "restart_s": round(back["t"] - info["t_alive"], 2)})
+            info.update(
+                {
+                    "restarted": True,
+                    "after": back["ok"],
+                    "after_node_name": name_of(back["ok"]["node_id"]),
+                    "state_reset": back["ok"]["calls"] == 1,
+                    "restart_s": round(back["t"] - info["t_alive"], 2),
+                }
+            )
         else:
             info.update({"restarted": False, "final_errors": back["errors"][-1:]})
             rounds.append(info)
@@ -223,8 +255,13 @@ def actor_restarts(
         rounds.append(info)
     time.sleep(2)  # let the State API catch up (it lags about a second)
     transitions = watcher.stop()
-    return {"actor_id": actor_id, "max_restarts": max_restarts, "rounds": rounds,
-            "state_transitions": transitions, "state_api": _actor_rows(actor_id)}
+    return {
+        "actor_id": actor_id,
+        "max_restarts": max_restarts,
+        "rounds": rounds,
+        "state_transitions": transitions,
+        "state_api": _actor_rows(actor_id),
+    }
 
 
 def calls_during_restart(
@@ -241,8 +278,9 @@ def calls_during_restart(
     plus ``order_kept`` (post-restart calls ran in submission order) and counts.
     """
     connect()
-    actor = Stateful.options(max_restarts=1, max_task_retries=max_task_retries,
-                             scheduling_strategy=pin(on)).remote()
+    actor = Stateful.options(
+        max_restarts=1, max_task_retries=max_task_retries, scheduling_strategy=pin(on)
+    ).remote()
     ray.get(actor.ping.remote(), timeout=120)
     marker = f"raychaos-die-{os.urandom(4).hex()}"
     refs = []
@@ -264,13 +302,21 @@ def calls_during_restart(
     pids = sorted({r["ok"]["pid"] for r in ok})
     order_kept = all(
         [r["ok"]["i"] for r in ok if r["ok"]["pid"] == pid]
-        == sorted(r["ok"]["i"] for r in ok if r["ok"]["pid"] == pid) for pid in pids)
+        == sorted(r["ok"]["i"] for r in ok if r["ok"]["pid"] == pid)
+        for pid in pids
+    )
     errors: dict[str, int] = {}
     for r in results:
         if "error" in r:
             errors[r["error"]] = errors.get(r["error"], 0) + 1
-    return {"max_task_retries": max_task_retries, "results": results, "pids": pids,
-            "ok_count": len(ok), "error_counts": errors, "order_kept": order_kept}
+    return {
+        "max_task_retries": max_task_retries,
+        "results": results,
+        "pids": pids,
+        "ok_count": len(ok),
+        "error_counts": errors,
+        "order_kept": order_kept,
+    }
 
 
 @ray.remote(num_cpus=0, max_restarts=0)
@@ -283,11 +329,17 @@ class Parent:
 
         where = NodeAffinitySchedulingStrategy(child_node_id, soft=True)
         # num_cpus=0: a soft pin waits (does not spill) while its node is merely busy.
-        child = Stateful.options(num_cpus=0, max_restarts=max_restarts,
-                                 scheduling_strategy=where).remote()
-        detached = Stateful.options(num_cpus=0, name=detached_name, namespace="raychaos",
-                                    lifetime="detached", max_restarts=max_restarts,
-                                    scheduling_strategy=where).remote()
+        child = Stateful.options(
+            num_cpus=0, max_restarts=max_restarts, scheduling_strategy=where
+        ).remote()
+        detached = Stateful.options(
+            num_cpus=0,
+            name=detached_name,
+            namespace="raychaos",
+            lifetime="detached",
+            max_restarts=max_restarts,
+            scheduling_strategy=where,
+        ).remote()
         ray.get([child.ping.remote(), detached.ping.remote()])
         return [child, detached]
 
@@ -316,18 +368,27 @@ def owner_dies(
     parent = Parent.options(scheduling_strategy=pin(parent_on)).remote()
     where = ray.get(parent.where.remote(), timeout=120)
     name = f"raychaos-detached-{os.urandom(4).hex()}"
-    child, detached = ray.get(parent.spawn.remote(node_id_of(child_on), max_restarts, name),
-                              timeout=120)
+    child, detached = ray.get(
+        parent.spawn.remote(node_id_of(child_on), max_restarts, name), timeout=120
+    )
     child_id = ray.get(child.ping.remote(), timeout=60)["actor_id"]
     detached_id = ray.get(detached.ping.remote(), timeout=60)["actor_id"]
-    emit("parent_alive", pid=where["pid"], node_id=where["node_id"],
-         node_name=name_of(where["node_id"]))
+    emit(
+        "parent_alive",
+        pid=where["pid"],
+        node_id=where["node_id"],
+        node_name=name_of(where["node_id"]),
+    )
     if kill == "self":
         parent.die.remote()
     t0 = time.time()
     probe = _probe_until(child, "final", wait_s)
-    out: dict[str, Any] = {"child_errors": probe["errors"], "t_parent_strike": t0,
-                           "t_child_final": probe["t"], "timed_out": probe.get("timed_out")}
+    out: dict[str, Any] = {
+        "child_errors": probe["errors"],
+        "t_parent_strike": t0,
+        "t_child_final": probe["t"],
+        "timed_out": probe.get("timed_out"),
+    }
     out["child_state_api"] = _final_actor_row(child_id)
     try:
         again = ray.get_actor(name, namespace="raychaos")
@@ -355,20 +416,30 @@ def actor_output_lost(
     actor) only when ``max_task_retries != 0``; otherwise an ``ObjectLostError`` subclass.
     """
     connect()
-    actor = Stateful.options(max_restarts=max_restarts, max_task_retries=max_task_retries,
-                             scheduling_strategy=pin(on, soft=True)).remote()
+    actor = Stateful.options(
+        max_restarts=max_restarts,
+        max_task_retries=max_task_retries,
+        scheduling_strategy=pin(on, soft=True),
+    ).remote()
     where = ray.get(actor.where.remote(), timeout=120)
     ref = actor.big.remote(size_mb)
     ready, _ = ray.wait([ref], fetch_local=False, timeout=120)
     if not ready:
         raise RuntimeError("actor task did not finish")
-    emit("object_ready", node_id=where["node_id"], node_name=name_of(where["node_id"]),
-         pid=where["pid"])
+    emit(
+        "object_ready",
+        node_id=where["node_id"],
+        node_name=name_of(where["node_id"]),
+        pid=where["pid"],
+    )
     from workloads.tasks import wait_node_dead
 
     dead = wait_node_dead(where["node_id"], wait_s=90)
-    out: dict[str, Any] = {"max_restarts": max_restarts, "max_task_retries": max_task_retries,
-                           "t_dead_seen": dead["t_dead_seen"]}
+    out: dict[str, Any] = {
+        "max_restarts": max_restarts,
+        "max_task_retries": max_task_retries,
+        "t_dead_seen": dead["t_dead_seen"],
+    }
     try:
         value = ray.get(ref, timeout=get_timeout_s)
         out["value"] = {"nbytes": len(value)}

@@ -25,16 +25,26 @@ def ray_start_options(
     """
     options = options or ["--memory-monitor-interval-ms=100", "--raylet-death-on-oom=false"]
     env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
-    help_text = subprocess.run(["ray", "start", "--help"], capture_output=True, text=True,
-                               env=env, timeout=60).stdout
-    out: dict[str, Any] = {"in_help": {o.split("=")[0]: o.split("=")[0] in help_text
-                                       for o in options}}
+    help_text = subprocess.run(
+        ["ray", "start", "--help"], capture_output=True, text=True, env=env, timeout=60
+    ).stdout
+    out: dict[str, Any] = {
+        "in_help": {o.split("=")[0]: o.split("=")[0] in help_text for o in options}
+    }
     for opt in options:
         t0 = time.time()
-        proc = subprocess.run(["ray", "start", f"--address={address}", opt], capture_output=True,
-                              text=True, env=env, timeout=120)
-        out[opt] = {"rc": proc.returncode, "seconds": round(time.time() - t0, 2),
-                    "output_tail": (proc.stdout + proc.stderr).strip().splitlines()[-4:]}
+        proc = subprocess.run(
+            ["ray", "start", f"--address={address}", opt],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+        )
+        out[opt] = {
+            "rc": proc.returncode,
+            "seconds": round(time.time() - t0, 2),
+            "output_tail": (proc.stdout + proc.stderr).strip().splitlines()[-4:],
+        }
         emit("option_tried", option=opt, rc=proc.returncode)
     subprocess.run(["ray", "stop", "--force"], capture_output=True, env=env, timeout=60)
     return out
@@ -50,8 +60,11 @@ def init_with_strategy(strategy: str = "SPREAD") -> dict[str, Any]:
         ray.shutdown()
         return {"accepted": True, "connected": connected}
     except Exception as exc:  # noqa: BLE001 - outcome under test
-        return {"accepted": False, "error": describe_error(exc),
-                "connected_after": ray.is_initialized()}
+        return {
+            "accepted": False,
+            "error": describe_error(exc),
+            "connected_after": ray.is_initialized(),
+        }
 
 
 def submit_with_max_resources() -> dict[str, Any]:
@@ -90,7 +103,16 @@ def knob_known(name: str = "SCHEDULER_TASKS_USE_THROUGHPUT_SCHEDULER") -> dict[s
             hits.append(str(path.relative_to(root)))
     # A known knob as a control: the scanner must find it.
     control = b"scheduler_spread_threshold"
-    control_hits = [str(p.relative_to(root)) for p in root.rglob("*.so")
-                    if p.is_file() and control in p.read_bytes()]
-    return {"name": name, "files_scanned": scanned, "hits": hits,
-            "control": control.decode(), "control_hits": control_hits[:5], "knobs": knobs()}
+    control_hits = [
+        str(p.relative_to(root))
+        for p in root.rglob("*.so")
+        if p.is_file() and control in p.read_bytes()
+    ]
+    return {
+        "name": name,
+        "files_scanned": scanned,
+        "hits": hits,
+        "control": control.decode(),
+        "control_hits": control_hits[:5],
+        "knobs": knobs(),
+    }

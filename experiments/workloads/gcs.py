@@ -11,8 +11,8 @@ import time
 from typing import Any
 
 import ray
-from raychaos_agent import emit, node_id_of, pin, wait_signal
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+from raychaos_agent import emit, node_id_of, pin, wait_signal
 
 
 @ray.remote(num_cpus=0)
@@ -45,16 +45,20 @@ def _wait_running(name: str, timeout: float) -> None:
 
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if list_tasks(filters=[("name", "=", name), ("state", "=", "RUNNING")],
-                      raise_on_missing_output=False):
+        if list_tasks(
+            filters=[("name", "=", name), ("state", "=", "RUNNING")], raise_on_missing_output=False
+        ):
             return
         time.sleep(0.2)  # polling period of a bounded wait
     raise TimeoutError(f"task {name} not RUNNING within {timeout:.0f} s")
 
 
 def _err(exc: BaseException) -> dict[str, Any]:
-    return {"type": type(exc).__name__, "bases": [c.__name__ for c in type(exc).__mro__[1:]],
-            "message": str(exc)[:500]}
+    return {
+        "type": type(exc).__name__,
+        "bases": [c.__name__ for c in type(exc).__mro__[1:]],
+        "message": str(exc)[:500],
+    }
 
 
 def gcs_outage(worker: str, outage_s: float, signal_timeout: float = 120.0) -> dict[str, Any]:
@@ -67,8 +71,9 @@ def gcs_outage(worker: str, outage_s: float, signal_timeout: float = 120.0) -> d
     with its count kept. Returns what each step saw.
     """
     ray.init(namespace="raychaos-gcs")
-    keeper = Keeper.options(name="keeper", lifetime="detached",
-                            scheduling_strategy=pin(worker)).remote()
+    keeper = Keeper.options(
+        name="keeper", lifetime="detached", scheduling_strategy=pin(worker)
+    ).remote()
     assert ray.get(keeper.incr.remote(), timeout=60) == 1
     blob = ray.put(b"x" * 2**20)
     running = slow_sum.options(scheduling_strategy=pin(worker)).remote(outage_s * 0.6)

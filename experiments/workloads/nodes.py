@@ -54,11 +54,11 @@ def node_death(
     if busy:
         tally = make_tally()
         key = _token("busy")
-        ref = _long_task.options(name=key, max_retries=0,
-                                 scheduling_strategy=pin(on)).remote(tally, key, 600)
+        ref = _long_task.options(name=key, max_retries=0, scheduling_strategy=pin(on)).remote(
+            tally, key, 600
+        )
         # num_cpus=0: the task already holds the node's only CPU.
-        actor = Stateful.options(num_cpus=0, max_restarts=0,
-                                 scheduling_strategy=pin(on)).remote()
+        actor = Stateful.options(num_cpus=0, max_restarts=0, scheduling_strategy=pin(on)).remote()
         first = ray.get(actor.ping.remote(), timeout=120)
         actor_id = first["actor_id"]
         deadline = time.monotonic() + 120
@@ -87,8 +87,13 @@ def node_death(
     else:
         emit("node_busy", node_id=nid, node_name=on)
     dead = wait_node_dead(nid, wait_s=wait_s)
-    out.update({"dead": dead["dead"], "t_dead_seen": dead["t_dead_seen"],
-                "ray_nodes_record": dead["record"]})
+    out.update(
+        {
+            "dead": dead["dead"],
+            "t_dead_seen": dead["t_dead_seen"],
+            "ray_nodes_record": dead["record"],
+        }
+    )
     for t in threads:
         t.join(wait_s)
     out.update(box)
@@ -123,21 +128,29 @@ def node_rejoins(
     new = None
     deadline = time.monotonic() + wait_s
     while time.monotonic() < deadline:
-        alive = [n["NodeID"] for n in ray.nodes()
-                 if n["NodeManagerAddress"] == ip and n["Alive"]]
+        alive = [n["NodeID"] for n in ray.nodes() if n["NodeManagerAddress"] == ip and n["Alive"]]
         if alive:
             new = alive[0]
             break
         time.sleep(0.2)
-    out: dict[str, Any] = {"ip": ip, "old_node_id": old, "new_node_id": new,
-                           "t_dead_seen": dead["t_dead_seen"],
-                           "t_new_alive_seen": time.time() if new else None,
-                           "same_id": new == old}
+    out: dict[str, Any] = {
+        "ip": ip,
+        "old_node_id": old,
+        "new_node_id": new,
+        "t_dead_seen": dead["t_dead_seen"],
+        "t_new_alive_seen": time.time() if new else None,
+        "same_id": new == old,
+    }
     emit("new_node_alive", node_id=new)
     rows = [n for n in ray.nodes() if n["NodeManagerAddress"] == ip]
     out["ray_nodes_at_ip"] = [
-        {k: v for k, v in n.items() if k in ("NodeID", "Alive", "DeathReason",
-                                              "DeathReasonMessage", "NodeName")} for n in rows]
+        {
+            k: v
+            for k, v in n.items()
+            if k in ("NodeID", "Alive", "DeathReason", "DeathReasonMessage", "NodeName")
+        }
+        for n in rows
+    ]
     out["old_record"] = node_record(old)
     time.sleep(1.5)
     out["state_api_old"] = state_node(old)
@@ -147,9 +160,12 @@ def node_rejoins(
 
         try:
             tally = make_tally()
-            r = ray.get(_long_task.options(
-                scheduling_strategy=NodeAffinitySchedulingStrategy(new, soft=False)
-            ).remote(tally, _token("rejoin"), 0), timeout=60)
+            r = ray.get(
+                _long_task.options(
+                    scheduling_strategy=NodeAffinitySchedulingStrategy(new, soft=False)
+                ).remote(tally, _token("rejoin"), 0),
+                timeout=60,
+            )
             out["task_on_new"] = r["node_id"] == new
         except Exception as exc:  # noqa: BLE001
             out["task_on_new_error"] = describe(exc)

@@ -54,7 +54,8 @@ def _read(ref: Any, read_via: str, reader: str, get_timeout_s: float) -> dict[st
         try:
             out["task_value"] = ray.get(
                 _consume.options(scheduling_strategy=pin(reader, soft=True)).remote(ref),
-                timeout=get_timeout_s)
+                timeout=get_timeout_s,
+            )
             out["task_error"] = None
         except ray.exceptions.GetTimeoutError as exc:
             out["task_error"] = describe(exc)
@@ -71,8 +72,14 @@ def _read(ref: Any, read_via: str, reader: str, get_timeout_s: float) -> dict[st
         except Exception as exc:  # noqa: BLE001
             out["driver_error"] = describe(exc)
         out["t_driver_outcome"] = time.time()
-    emit("read_done", **{k: (v["type"] if isinstance(v, dict) and "type" in v else v)
-                         for k, v in out.items() if k.endswith("error")})
+    emit(
+        "read_done",
+        **{
+            k: (v["type"] if isinstance(v, dict) and "type" in v else v)
+            for k, v in out.items()
+            if k.endswith("error")
+        },
+    )
     return out
 
 
@@ -123,8 +130,9 @@ def lineage_reconstruction(
     for r in range(losses):
         hits = _wait_executions(tally, key, r + 1, 40)
         if len(hits) < r + 1:
-            rounds.append({"round": r, "reconstructed": False,
-                           "note": "no re-execution within 40 s"})
+            rounds.append(
+                {"round": r, "reconstructed": False, "note": "no re-execution within 40 s"}
+            )
             break
         where = hits[-1]["node_id"]
         if r > 0:
@@ -141,8 +149,12 @@ def lineage_reconstruction(
     if losses > 1:
         # Give the last loss a moment to trigger (or not) an eager re-execution.
         _wait_executions(tally, key, losses + 1, 10)
-    out: dict[str, Any] = {"name": key, "max_retries": max_retries, "losses": losses,
-                           "rounds": rounds}
+    out: dict[str, Any] = {
+        "name": key,
+        "max_retries": max_retries,
+        "losses": losses,
+        "rounds": rounds,
+    }
     out.update(_read(ref, read_via, reader, get_timeout_s))
     hits = ray.get(tally.get.remote(key))
     out["executions"] = len(hits)
@@ -175,16 +187,20 @@ def put_secondary_copy(
 class Owner:
     """Owns objects it creates with ``ray.put`` or by submitting a task."""
 
-    def make(self, size_mb: float, via: str, producer_node_id: str | None,
-             tally: Any = None) -> list[Any]:
+    def make(
+        self, size_mb: float, via: str, producer_node_id: str | None, tally: Any = None
+    ) -> list[Any]:
         # Only the driver knows raychaos node names (RAYCHAOS_NODES): take Ray node ids here.
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
         if via == "put":
             ref = ray.put(bytes([5]) * int(size_mb * MB))
         else:
-            strategy: Any = (NodeAffinitySchedulingStrategy(producer_node_id, soft=False)
-                             if producer_node_id else "DEFAULT")
+            strategy: Any = (
+                NodeAffinitySchedulingStrategy(producer_node_id, soft=False)
+                if producer_node_id
+                else "DEFAULT"
+            )
             ref = _produce.options(scheduling_strategy=strategy).remote(tally, "owned", size_mb)
             ray.wait([ref], fetch_local=False, timeout=120)
         return [ref]  # nested: the caller becomes a borrower
@@ -217,14 +233,22 @@ def owner_died(
     producer_id = node_id_of(producer_on) if producer_on else None
     [ref] = ray.get(owner.make.remote(size_mb, via, producer_id, make_tally()), timeout=120)
     ready, _ = ray.wait([ref], fetch_local=False, timeout=60)
-    out: dict[str, Any] = {"owner": {**where, "node_name": name_of(where["node_id"])},
-                           "via": via, "kill": kill, "object_ready": bool(ready)}
+    out: dict[str, Any] = {
+        "owner": {**where, "node_name": name_of(where["node_id"])},
+        "via": via,
+        "kill": kill,
+        "object_ready": bool(ready),
+    }
     if kill == "ray.kill":
         ray.kill(owner)
         out["t_owner_killed"] = time.time()
     else:
-        emit("owner_ready", node_id=where["node_id"], node_name=name_of(where["node_id"]),
-             pid=where["pid"])
+        emit(
+            "owner_ready",
+            node_id=where["node_id"],
+            node_name=name_of(where["node_id"]),
+            pid=where["pid"],
+        )
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         try:
@@ -260,8 +284,9 @@ def lineage_evicted(
     pad = os.urandom(pad_kb * 1024)
     keys = [_token(f"lin{i}") for i in range(count)]
     refs = [
-        _produce.options(name=k, max_retries=max_retries,
-                         scheduling_strategy=pin(on, soft=True)).remote(tally, k, size_mb, pad)
+        _produce.options(
+            name=k, max_retries=max_retries, scheduling_strategy=pin(on, soft=True)
+        ).remote(tally, k, size_mb, pad)
         for k in keys
     ]
     ready, _ = ray.wait(refs, num_returns=len(refs), fetch_local=False, timeout=180)
@@ -274,8 +299,11 @@ def lineage_evicted(
     emit("object_ready", node_id=where, node_name=name_of(where))
     dead = wait_node_dead(where, wait_s=90)
     lineage_cap = os.environ.get("RAY_max_lineage_bytes")  # noqa: SIM112 - Ray's spelling
-    out: dict[str, Any] = {"t_dead_seen": dead["t_dead_seen"], "objects": [],
-                           "RAY_max_lineage_bytes": lineage_cap}
+    out: dict[str, Any] = {
+        "t_dead_seen": dead["t_dead_seen"],
+        "objects": [],
+        "RAY_max_lineage_bytes": lineage_cap,
+    }
     for i, (k, ref) in enumerate(zip(keys, refs, strict=True)):
         row: dict[str, Any] = {"index": i}
         try:

@@ -77,8 +77,12 @@ def infeasible(
         states = task_states("wants")
     status = ray_status()
     out: dict[str, Any] = {
-        "options": opts, "kind": kind, "ready_after_wait": bool(ready), "wait_s": wait_s,
-        "states": [s["state"] for s in states], "pending_demands": pending_demands(status),
+        "options": opts,
+        "kind": kind,
+        "ready_after_wait": bool(ready),
+        "wait_s": wait_s,
+        "states": [s["state"] for s in states],
+        "pending_demands": pending_demands(status),
         "ray_status": status,
     }
     emit("pending_confirmed", ready=bool(ready), states=out["states"])
@@ -98,8 +102,11 @@ def infeasible(
     return out
 
 
-def strict_pg(strategy: str = "STRICT_SPREAD", bundles: list[dict[str, float]] | None = None,
-              wait_s: float = 10.0) -> dict[str, Any]:
+def strict_pg(
+    strategy: str = "STRICT_SPREAD",
+    bundles: list[dict[str, float]] | None = None,
+    wait_s: float = 10.0,
+) -> dict[str, Any]:
     """PEND-02: a placement group larger than the cluster stays PENDING; removing it frees all.
 
     ``bundles`` default: one more ``{"CPU": 1}`` bundle than there are alive nodes.
@@ -119,8 +126,9 @@ def strict_pg(strategy: str = "STRICT_SPREAD", bundles: list[dict[str, float]] |
     pg = placement_group(bundles, strategy=strategy)
     ready, _ = ray.wait([pg.ready()], timeout=wait_s)
     table = placement_group_table(pg)
-    rows = list_placement_groups(filters=[("placement_group_id", "=", pg.id.hex())],
-                                 raise_on_missing_output=False)
+    rows = list_placement_groups(
+        filters=[("placement_group_id", "=", pg.id.hex())], raise_on_missing_output=False
+    )
     status = ray_status()
     during = dict(ray.available_resources())
     emit("pg_pending", ready=bool(ready), state=table.get("state"))
@@ -130,12 +138,19 @@ def strict_pg(strategy: str = "STRICT_SPREAD", bundles: list[dict[str, float]] |
     after = dict(ray.available_resources())
     pg_resources_left = sorted(k for k in after if "_group_" in k)
     return {
-        "strategy": strategy, "bundles": bundles, "alive_nodes": len(alive),
-        "ready_after_wait": bool(ready), "state": table.get("state"),
-        "state_api": [r.state for r in rows], "pending_demands": pending_demands(status),
-        "cpu_before": before.get("CPU"), "cpu_during": during.get("CPU"),
-        "cpu_after": after.get("CPU"), "state_after_remove": after_table.get("state"),
-        "pg_resources_left": pg_resources_left, "ray_status": status,
+        "strategy": strategy,
+        "bundles": bundles,
+        "alive_nodes": len(alive),
+        "ready_after_wait": bool(ready),
+        "state": table.get("state"),
+        "state_api": [r.state for r in rows],
+        "pending_demands": pending_demands(status),
+        "cpu_before": before.get("CPU"),
+        "cpu_during": during.get("CPU"),
+        "cpu_after": after.get("CPU"),
+        "state_after_remove": after_table.get("state"),
+        "pg_resources_left": pg_resources_left,
+        "ray_status": status,
     }
 
 
@@ -156,10 +171,12 @@ def membership(absent: list[str] | None = None) -> dict[str, Any]:
             "in_ray_status": bool(n and n["NodeID"] in status),
         }
     return {
-        "nodes": report, "absent": absent or [],
+        "nodes": report,
+        "absent": absent or [],
         "cluster_cpu": ray.cluster_resources().get("CPU"),
-        "cluster_resources": {k: v for k, v in ray.cluster_resources().items()
-                              if not k.startswith("node:")},
+        "cluster_resources": {
+            k: v for k, v in ray.cluster_resources().items() if not k.startswith("node:")
+        },
         "ray_status": status,
     }
 
@@ -174,8 +191,9 @@ def gpu_and_type(n: int = 3) -> dict[str, Any]:
         "A100 custom only": {"resources": {"A100": 1}},
         "gpu+H100 custom (nobody)": {"num_gpus": 1, "resources": {"H100": 1}},
     }
-    out: dict[str, Any] = {"cluster": {k: v for k, v in ray.cluster_resources().items()
-                                       if not k.startswith("node:")}}
+    out: dict[str, Any] = {
+        "cluster": {k: v for k, v in ray.cluster_resources().items() if not k.startswith("node:")}
+    }
     for label, req in cases.items():
         opts = _opts(req)
         refs = [wants.options(**opts).remote(0.3) for _ in range(n)]
@@ -191,8 +209,9 @@ def gpu_and_type(n: int = 3) -> dict[str, Any]:
     return out
 
 
-def start_attempt(address: str, drop_to: str | None = None, timeout_s: float = 180,
-                  extra: list[str] | None = None) -> dict[str, Any]:
+def start_attempt(
+    address: str, drop_to: str | None = None, timeout_s: float = 180, extra: list[str] | None = None
+) -> dict[str, Any]:
     """PEND-05: run ``ray start --address=…`` in this node and time how it fails.
 
     ``drop_to``: a node name whose IP gets an iptables DROP rule first (a firewall that drops
@@ -237,8 +256,9 @@ class EnvActor:
         return "pong"
 
 
-def app_errors(runtime_envs: list[dict[str, Any]] | None = None,
-               timeout_s: float = 120) -> dict[str, Any]:
+def app_errors(
+    runtime_envs: list[dict[str, Any]] | None = None, timeout_s: float = 120
+) -> dict[str, Any]:
     """PEND-06: failures that are not pending: a raising ``__init__`` and runtime envs that
     cannot be set up (for a task and for an actor). Each outcome with its time to fail."""
     connect()
@@ -269,16 +289,24 @@ def app_errors(runtime_envs: list[dict[str, Any]] | None = None,
             t0 = time.time()
             emit("runtime_env_try", env=env, kind=kind)
             try:
+                env_actor = None
                 if kind == "task":
                     ref = wants.options(runtime_env=env, num_cpus=0).remote()
                 else:
-                    ref = EnvActor.options(runtime_env=env, num_cpus=0).remote().ping.remote()
+                    env_actor = EnvActor.options(runtime_env=env, num_cpus=0).remote()
+                    ref = env_actor.ping.remote()
                 ready, _ = ray.wait([ref], timeout=timeout_s)
                 if not ready:
                     states = task_states("wants") if kind == "task" else actor_states("EnvActor")
-                    res: dict[str, Any] = {"ok": None, "pending_after_s": timeout_s,
-                                           "states": states}
-                    ray.cancel(ref, force=True)
+                    res: dict[str, Any] = {
+                        "ok": None,
+                        "pending_after_s": timeout_s,
+                        "states": states,
+                    }
+                    if env_actor is not None:
+                        ray.kill(env_actor)
+                    else:
+                        ray.cancel(ref, force=True)
                 else:
                     ray.get(ref)
                     res = {"ok": True}

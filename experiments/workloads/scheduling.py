@@ -65,9 +65,7 @@ def describe_error(exc: BaseException) -> dict[str, Any]:
 def ray_status(timeout: float = 30) -> str:
     """``ray status`` as this node sees it (the CLI talks to the GCS)."""
     try:
-        out = subprocess.run(
-            ["ray", "status"], capture_output=True, text=True, timeout=timeout
-        )
+        out = subprocess.run(["ray", "status"], capture_output=True, text=True, timeout=timeout)
         return out.stdout + out.stderr
     except Exception as exc:  # noqa: BLE001 - diagnostics only
         return f"(ray status failed: {exc!r})"
@@ -119,8 +117,12 @@ def task_states(name: str, wait_s: float = 3.0, this_job: bool = True) -> list[d
             break
         time.sleep(0.5)
     return [
-        {"state": r.state, "node_id": r.node_id, "attempt": r.attempt_number,
-         "error_type": getattr(r, "error_type", None)}
+        {
+            "state": r.state,
+            "node_id": r.node_id,
+            "attempt": r.attempt_number,
+            "error_type": getattr(r, "error_type", None),
+        }
         for r in rows
     ]
 
@@ -131,16 +133,25 @@ def actor_states(class_name: str, wait_s: float = 3.0) -> list[dict[str, Any]]:
     deadline = time.time() + wait_s
     rows: list[Any] = []
     while True:
-        rows = list_actors(filters=[("class_name", "=", class_name)], limit=1000,
-                           detail=True, raise_on_missing_output=False)
+        rows = list_actors(
+            filters=[("class_name", "=", class_name)],
+            limit=1000,
+            detail=True,
+            raise_on_missing_output=False,
+        )
         if rows or time.time() > deadline:
             break
         time.sleep(0.5)
     names = names_by_node_id()
     return [
-        {"state": r.state, "node": names.get(r.node_id or "", r.node_id), "name": r.name,
-         "death_cause": str(getattr(r, "death_cause", None))[:600]
-         if getattr(r, "death_cause", None) else None}
+        {
+            "state": r.state,
+            "node": names.get(r.node_id or "", r.node_id),
+            "name": r.name,
+            "death_cause": str(getattr(r, "death_cause", None))[:600]
+            if getattr(r, "death_cause", None)
+            else None,
+        }
         for r in rows
     ]
 
@@ -200,14 +211,20 @@ def place(
     counts = counts_by_name(where)
     emit("placed", n=n, strategy=strategy, kind=kind, counts=counts)
     names = names_by_node_id()
-    cpu_nodes = {names[x["NodeID"]] for x in ray.nodes()
-                 if x["Alive"] and x["Resources"].get("CPU", 0) > 0}
+    cpu_nodes = {
+        names[x["NodeID"]] for x in ray.nodes() if x["Alive"] and x["Resources"].get("CPU", 0) > 0
+    }
     eligible = [c for k, c in counts.items() if k in cpu_nodes] or [0]
     free = wait_cpu_free()
     return {
-        "n": n, "strategy": strategy, "kind": kind, "driver_node": driver, "counts": counts,
+        "n": n,
+        "strategy": strategy,
+        "kind": kind,
+        "driver_node": driver,
+        "counts": counts,
         "spread": max(eligible) - min(eligible),  # over nodes with CPUs
-        "seconds": round(time.time() - started, 2), "cpu_after": free,
+        "seconds": round(time.time() - started, 2),
+        "cpu_after": free,
         "ray_status": status,
     }
 
@@ -230,8 +247,9 @@ class Claimer:
         return ray.get_runtime_context().get_node_id()
 
 
-def only_head_resource(resource: str = "special", n: int = 3, use_node_ip: bool = False,
-                       pending_wait_s: float = 5.0) -> dict[str, Any]:
+def only_head_resource(
+    resource: str = "special", n: int = 3, use_node_ip: bool = False, pending_wait_s: float = 5.0
+) -> dict[str, Any]:
     """SCHED-04: ``n`` actors each needing 1 ``resource`` (or ``node:<head ip>``) that only the
     head has, in amount 1. One lands on the head; the rest stay PENDING_CREATION until it is
     killed, then the next lands on the head too.
@@ -252,36 +270,46 @@ def only_head_resource(resource: str = "special", n: int = 3, use_node_ip: bool 
     for a, r in zip(actors, refs):
         if r in ready:
             ray.kill(a)
-    second_ready, _ = ray.wait(not_ready, num_returns=min(len(not_ready), int(total) or 1),
-                               timeout=30)
+    second_ready, _ = ray.wait(
+        not_ready, num_returns=min(len(not_ready), int(total) or 1), timeout=30
+    )
     second = [name_of(ray.get(r)) for r in second_ready]
     for a in actors:
         ray.kill(a)
     return {
-        "resources": res, "total_in_cluster": total, "first_wave_nodes": first,
-        "pending_after_s": pending_wait_s, "pending_count": len(not_ready),
+        "resources": res,
+        "total_in_cluster": total,
+        "first_wave_nodes": first,
+        "pending_after_s": pending_wait_s,
+        "pending_count": len(not_ready),
         "actor_states": sorted(s["state"] for s in states),
-        "second_wave_nodes": second, "pending_demands": pending_demands(status),
+        "second_wave_nodes": second,
+        "pending_demands": pending_demands(status),
         "ray_status": status,
     }
 
 
-def tasks_on_head_resource(resource: str = "special", n: int = 4,
-                           hold_s: float = 2.0) -> dict[str, Any]:
+def tasks_on_head_resource(
+    resource: str = "special", n: int = 4, hold_s: float = 2.0
+) -> dict[str, Any]:
     """SCHED-04 with tasks: ``n`` tasks needing 1 ``resource`` run one at a time on the head."""
     connect()
     started = time.time()
-    refs = [hold_task.options(num_cpus=0, resources={resource: 1}).remote(hold_s)
-            for _ in range(n)]
+    refs = [hold_task.options(num_cpus=0, resources={resource: 1}).remote(hold_s) for _ in range(n)]
     time.sleep(1.0)
     states = task_states("hold_task")
     where = ray.get(refs, timeout=120)
-    return {"counts": counts_by_name(where), "states_at_1s": sorted(s["state"] for s in states),
-            "seconds": round(time.time() - started, 2), "serial_bound_s": n * hold_s}
+    return {
+        "counts": counts_by_name(where),
+        "states_at_1s": sorted(s["state"] for s in states),
+        "seconds": round(time.time() - started, 2),
+        "serial_bound_s": n * hold_s,
+    }
 
 
-def affinity_to_dead(node_name: str = "worker-2", wait_dead_s: float = 90,
-                     use_fake_id: bool = False) -> dict[str, Any]:
+def affinity_to_dead(
+    node_name: str = "worker-2", wait_dead_s: float = 90, use_fake_id: bool = False
+) -> dict[str, Any]:
     """SCHED-05: NodeAffinity to the node ``target`` after it died (or to a made-up id).
 
     Waits (bounded) until the GCS marks ``node_name`` dead, then tries a task and an actor with

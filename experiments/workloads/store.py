@@ -37,8 +37,9 @@ MiB = 1024 * 1024
 
 def memory_stats() -> str:
     try:
-        out = subprocess.run(["ray", "memory", "--stats-only"], capture_output=True, text=True,
-                             timeout=60)
+        out = subprocess.run(
+            ["ray", "memory", "--stats-only"], capture_output=True, text=True, timeout=60
+        )
         return (out.stdout + out.stderr)[-3000:]
     except Exception as exc:  # noqa: BLE001
         return repr(exc)
@@ -56,13 +57,24 @@ def disk_usage(paths: list[str] | None = None) -> dict[str, Any]:
     for p in paths:
         try:
             u = shutil.disk_usage(p)
-            out[p] = {"total_mib": u.total // MiB, "used_mib": u.used // MiB,
-                      "used_frac": round(u.used / u.total, 3)}
+            out[p] = {
+                "total_mib": u.total // MiB,
+                "used_mib": u.used // MiB,
+                "used_frac": round(u.used / u.total, 3),
+            }
         except OSError as exc:
             out[p] = repr(exc)
-    du = subprocess.run(["sh", "-c", "du -sm /tmp/ray/session_latest/ray_spilled_objects* "
-                         "/dev/shm/spill* /tmp/ray/plasma* 2>/dev/null; ls -la /dev/shm | head"],
-                        capture_output=True, text=True, timeout=60)
+    du = subprocess.run(
+        [
+            "sh",
+            "-c",
+            "du -sm /tmp/ray/session_latest/ray_spilled_objects* "
+            "/dev/shm/spill* /tmp/ray/plasma* 2>/dev/null; ls -la /dev/shm | head",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     out["du"] = du.stdout.strip().splitlines()[:20]
     return out
 
@@ -78,22 +90,28 @@ def raylet_env(prefix: str = "RAY_") -> dict[str, str]:
             if not argv0.endswith(b"/raylet"):
                 continue
             with open(f"/proc/{pid}/environ", "rb") as f:
-                pairs = [e.decode(errors="replace").split("=", 1) for e in f.read().split(b"\0") if e]
+                pairs = [
+                    e.decode(errors="replace").split("=", 1) for e in f.read().split(b"\0") if e
+                ]
             return {k: v for k, v in (p for p in pairs if len(p) == 2) if k.startswith(prefix)}
         except OSError:
             continue
     return {"error": "no raylet process found"}
 
 
-def fill_store(total_mb: int = 300, size_mb: int = 10, read_back: bool = True,
-               put_timeout_s: float = 60.0) -> dict[str, Any]:
+def fill_store(
+    total_mb: int = 300, size_mb: int = 10, read_back: bool = True, put_timeout_s: float = 60.0
+) -> dict[str, Any]:
     """Keep ``total_mb`` of ``size_mb`` ``ray.put`` objects alive on this node's store.
 
     Each put is timed; the first exception stops the loop and is reported with its index.
     """
     connect()
-    store = next(n["Resources"].get("object_store_memory", 0) for n in ray.nodes()
-                 if n["NodeID"] == node_id())
+    store = next(
+        n["Resources"].get("object_store_memory", 0)
+        for n in ray.nodes()
+        if n["NodeID"] == node_id()
+    )
     emit("filling", total_mb=total_mb, size_mb=size_mb, store_mib=store / MiB, knobs=knobs())
     refs: list[Any] = []
     puts: list[float] = []
@@ -118,16 +136,27 @@ def fill_store(total_mb: int = 300, size_mb: int = 10, read_back: bool = True,
     read_error = None
     if read_back and refs:
         try:
-            readable = sum(1 for i, r in enumerate(refs) if int(ray.get(r, timeout=60)[0]) == i % 251)
+            readable = sum(
+                1 for i, r in enumerate(refs) if int(ray.get(r, timeout=60)[0]) == i % 251
+            )
         except Exception as exc:  # noqa: BLE001
             read_error = describe_error(exc)
     return {
-        "store_mib": store / MiB, "requested_mib": total_mb, "size_mb": size_mb,
-        "put_ok": len(refs), "put_ok_mib": len(refs) * size_mb, "error": error,
-        "slowest_put_s": max(puts) if puts else None, "fill_s": fill_s,
-        "readable": readable, "read_error": read_error,
-        "spilled_mib": spilled_mib(stats), "memory_stats": stats, "disk": disks,
-        "knobs": knobs(), "raylet_env": raylet_env(),
+        "store_mib": store / MiB,
+        "requested_mib": total_mb,
+        "size_mb": size_mb,
+        "put_ok": len(refs),
+        "put_ok_mib": len(refs) * size_mb,
+        "error": error,
+        "slowest_put_s": max(puts) if puts else None,
+        "fill_s": fill_s,
+        "readable": readable,
+        "read_error": read_error,
+        "spilled_mib": spilled_mib(stats),
+        "memory_stats": stats,
+        "disk": disks,
+        "knobs": knobs(),
+        "raylet_env": raylet_env(),
     }
 
 
@@ -167,8 +196,13 @@ def _attempts(token: str) -> int:
 _pin_strategy: Any = None
 
 
-def oom_task(node_name: str = "worker", cases: list[dict[str, int]] | None = None,
-             grow_mb: int = 1500, step_mb: int = 20, timeout_s: float = 150) -> dict[str, Any]:
+def oom_task(
+    node_name: str = "worker",
+    cases: list[dict[str, int]] | None = None,
+    grow_mb: int = 1500,
+    step_mb: int = 20,
+    timeout_s: float = 150,
+) -> dict[str, Any]:
     """OOM-01: tasks pinned to ``node_name`` grow until the memory monitor kills them.
 
     Each case: ``max_retries`` and ``heavy_attempts`` (how many attempts grow). Reports the
@@ -189,8 +223,9 @@ def oom_task(node_name: str = "worker", cases: list[dict[str, int]] | None = Non
         token = uuid.uuid4().hex[:10]
         name = f"hog_{token}"
         t0 = time.time()
-        ref = hog.options(scheduling_strategy=_pin_strategy, max_retries=case["max_retries"],
-                          name=name).remote(token, grow_mb, step_mb, case["heavy_attempts"])
+        ref = hog.options(
+            scheduling_strategy=_pin_strategy, max_retries=case["max_retries"], name=name
+        ).remote(token, grow_mb, step_mb, case["heavy_attempts"])
         emit("hog_submitted", case=case, token=token)
         res: dict[str, Any] = {"case": case}
         try:
@@ -217,8 +252,9 @@ def _worker_exits(node: str) -> dict[str, int]:
     from ray.util.state import list_workers
 
     try:
-        rows = list_workers(filters=[("node_id", "=", node)], detail=True, limit=1000,
-                            raise_on_missing_output=False)
+        rows = list_workers(
+            filters=[("node_id", "=", node)], detail=True, limit=1000, raise_on_missing_output=False
+        )
     except Exception as exc:  # noqa: BLE001
         return {"error": str(exc)[:300]}  # type: ignore[dict-item]
     counts: dict[str, int] = {}
@@ -237,8 +273,9 @@ class Plain:
         return ray.get_runtime_context().get_node_id()
 
 
-def logical_memory(head_resource: str = "headslot", declared_mb: int = 150,
-                   n: int = 3, wait_s: float = 8.0) -> dict[str, Any]:
+def logical_memory(
+    head_resource: str = "headslot", declared_mb: int = 150, n: int = 3, wait_s: float = 8.0
+) -> dict[str, Any]:
     """OOM-02: on a head started with ``--memory`` M and ``--object-store-memory`` S:
     undeclared actors land there regardless; actors declaring ``memory=`` fit only M/declared;
     default-strategy actors from a driver on the head still land on the head."""
@@ -249,27 +286,40 @@ def logical_memory(head_resource: str = "headslot", declared_mb: int = 150,
     out: dict[str, Any] = {
         "head_memory_mib": res.get("memory", 0) / MiB,
         "head_object_store_mib": res.get("object_store_memory", 0) / MiB,
-        "per_node_memory_mib": {names[x["NodeID"]]: x["Resources"].get("memory", 0) / MiB
-                                for x in ray.nodes() if x["Alive"]},
+        "per_node_memory_mib": {
+            names[x["NodeID"]]: x["Resources"].get("memory", 0) / MiB
+            for x in ray.nodes()
+            if x["Alive"]
+        },
         "per_node_object_store_mib": {
             names[x["NodeID"]]: x["Resources"].get("object_store_memory", 0) / MiB
-            for x in ray.nodes() if x["Alive"]},
+            for x in ray.nodes()
+            if x["Alive"]
+        },
     }
     # Undeclared actors, pinned to the head by a custom resource, more than M would allow
     # if memory were counted.
-    undeclared = [Plain.options(num_cpus=0, resources={head_resource: 1}).remote()
-                  for _ in range(n)]
+    undeclared = [
+        Plain.options(num_cpus=0, resources={head_resource: 1}).remote() for _ in range(n)
+    ]
     ready, pend = ray.wait([a.where.remote() for a in undeclared], num_returns=n, timeout=wait_s)
-    out["undeclared_on_head"] = {"alive": len(ready), "pending": len(pend),
-                                 "nodes": [name_of(ray.get(r), names) for r in ready]}
+    out["undeclared_on_head"] = {
+        "alive": len(ready),
+        "pending": len(pend),
+        "nodes": [name_of(ray.get(r), names) for r in ready],
+    }
     for a in undeclared:
         ray.kill(a)
     # Declared memory, pinned to the head: only floor(M / declared) fit; the rest wait.
-    declared = [Plain.options(num_cpus=0, memory=declared_mb * MiB,
-                              resources={head_resource: 1}).remote() for _ in range(n)]
+    declared = [
+        Plain.options(num_cpus=0, memory=declared_mb * MiB, resources={head_resource: 1}).remote()
+        for _ in range(n)
+    ]
     ready, pend = ray.wait([a.where.remote() for a in declared], num_returns=n, timeout=wait_s)
     out["declared_on_head"] = {
-        "declared_mib": declared_mb, "alive": len(ready), "pending": len(pend),
+        "declared_mib": declared_mb,
+        "alive": len(ready),
+        "pending": len(pend),
         "expected_fit": int(out["head_memory_mib"] // declared_mb),
         "states": sorted(s["state"] for s in actor_states("Plain") if s["state"] != "DEAD"),
         "pending_demands": pending_demands(ray_status()),

@@ -110,16 +110,18 @@ def state_node(nid: str) -> dict[str, Any] | None:
     from ray.util.state import list_nodes
 
     try:
-        rows = list_nodes(filters=[("node_id", "=", nid)], detail=True,
-                          raise_on_missing_output=False)
+        rows = list_nodes(
+            filters=[("node_id", "=", nid)], detail=True, raise_on_missing_output=False
+        )
     except Exception as exc:  # noqa: BLE001
         return {"error": f"{type(exc).__name__}: {exc}"[:300]}
     if not rows:
         return None
     row = rows[0]
-    return {k: _jsonable(getattr(row, k, None)) for k in ("node_id", "node_ip", "state",
-                                                           "state_message", "end_time_ms",
-                                                           "start_time_ms")}
+    return {
+        k: _jsonable(getattr(row, k, None))
+        for k in ("node_id", "node_ip", "state", "state_message", "end_time_ms", "start_time_ms")
+    }
 
 
 def _jsonable(value: Any) -> Any:
@@ -149,13 +151,29 @@ def task_attempts(
     rows: list[dict[str, Any]] = []
     while True:
         try:
-            raw = list_tasks(filters=[("name", "=", name)], detail=True, limit=1000,
-                             raise_on_missing_output=False)
+            raw = list_tasks(
+                filters=[("name", "=", name)],
+                detail=True,
+                limit=1000,
+                raise_on_missing_output=False,
+            )
             rows = sorted(
-                ({k: _jsonable(getattr(t, k, None)) for k in (
-                    "task_id", "attempt_number", "state", "error_type", "node_id", "worker_pid",
-                    "error_message")} for t in raw),
-                key=lambda r: (r["attempt_number"] or 0),
+                (
+                    {
+                        k: _jsonable(getattr(t, k, None))
+                        for k in (
+                            "task_id",
+                            "attempt_number",
+                            "state",
+                            "error_type",
+                            "node_id",
+                            "worker_pid",
+                            "error_message",
+                        )
+                    }
+                    for t in raw
+                ),
+                key=lambda r: r["attempt_number"] or 0,
             )
             for r in rows:
                 if r.get("error_message"):
@@ -229,14 +247,22 @@ def worker_crash_retries(
     opts: dict[str, Any] = {"name": key, "scheduling_strategy": pin(on)}
     if max_retries is not None:
         opts["max_retries"] = max_retries
-    emit("task_submitted", name=key, max_retries=max_retries,
-         env_default=os.environ.get("RAY_TASK_MAX_RETRIES"))
+    emit(
+        "task_submitted",
+        name=key,
+        max_retries=max_retries,
+        env_default=os.environ.get("RAY_TASK_MAX_RETRIES"),
+    )
     started = time.time()
-    out: dict[str, Any] = {"name": key, "max_retries": max_retries,
-                           "RAY_TASK_MAX_RETRIES": os.environ.get("RAY_TASK_MAX_RETRIES")}
+    out: dict[str, Any] = {
+        "name": key,
+        "max_retries": max_retries,
+        "RAY_TASK_MAX_RETRIES": os.environ.get("RAY_TASK_MAX_RETRIES"),
+    }
     try:
-        out["value"] = ray.get(_crashy.options(**opts).remote(tally, key, crash_attempts),
-                               timeout=get_timeout_s)
+        out["value"] = ray.get(
+            _crashy.options(**opts).remote(tally, key, crash_attempts), timeout=get_timeout_s
+        )
         out["error"] = None
     except ray.exceptions.GetTimeoutError:
         raise
@@ -258,7 +284,9 @@ class AppError(Exception):
 
 
 _ERRORS: dict[str, type[BaseException]] = {
-    "AppError": AppError, "ValueError": ValueError, "KeyError": KeyError,
+    "AppError": AppError,
+    "ValueError": ValueError,
+    "KeyError": KeyError,
     "RuntimeError": RuntimeError,
 }
 
@@ -295,11 +323,16 @@ def app_exception_retries(
         opts["retry_exceptions"] = [_ERRORS[n] for n in retry_exceptions]
     elif retry_exceptions is not None:
         opts["retry_exceptions"] = retry_exceptions
-    out: dict[str, Any] = {"name": key, "raise_type": raise_type, "max_retries": max_retries,
-                           "retry_exceptions": retry_exceptions}
+    out: dict[str, Any] = {
+        "name": key,
+        "raise_type": raise_type,
+        "max_retries": max_retries,
+        "retry_exceptions": retry_exceptions,
+    }
     try:
         out["value"] = ray.get(
-            _raiser.options(**opts).remote(tally, key, raise_type, fail_attempts), timeout=120)
+            _raiser.options(**opts).remote(tally, key, raise_type, fail_attempts), timeout=120
+        )
         out["error"] = None
     except ray.exceptions.GetTimeoutError:
         raise
@@ -357,16 +390,25 @@ def task_on_dying_node(
             raise RuntimeError(f"task {key} never started on {on}")
         time.sleep(0.1)
     first = ray.get(tally.get.remote(key))[0]
-    emit("task_running", node_id=first["node_id"], node_name=name_of(first["node_id"]),
-         pid=first["pid"], name=key)
-    out: dict[str, Any] = {"name": key, "first_node_id": first["node_id"],
-                           "first_node_name": name_of(first["node_id"])}
+    emit(
+        "task_running",
+        node_id=first["node_id"],
+        node_name=name_of(first["node_id"]),
+        pid=first["pid"],
+        name=key,
+    )
+    out: dict[str, Any] = {
+        "name": key,
+        "first_node_id": first["node_id"],
+        "first_node_name": name_of(first["node_id"]),
+    }
     import threading
 
     dead: dict[str, Any] = {}
     watcher = threading.Thread(
         target=lambda: dead.update(wait_node_dead(first["node_id"], wait_s=get_timeout_s)),
-        daemon=True)
+        daemon=True,
+    )
     watcher.start()  # measures when the GCS marks the node dead, independently of ray.get
     try:
         out["value"] = ray.get(ref, timeout=get_timeout_s)

@@ -92,8 +92,12 @@ def leave_actors(namespace: str = "t2") -> dict[str, Any]:
     where = ray.get([plain.node.remote(), keeper.node.remote()], timeout=60)
     avail = ray.available_resources().get("CPU")
     emit("actors_up", plain=name_of(where[0]), keeper=name_of(where[1]), cpu_available=avail)
-    return {"plain_node": name_of(where[0]), "keeper_node": name_of(where[1]),
-            "cpu_available": avail, "cpu_total": ray.cluster_resources().get("CPU")}
+    return {
+        "plain_node": name_of(where[0]),
+        "keeper_node": name_of(where[1]),
+        "cpu_available": avail,
+        "cpu_total": ray.cluster_resources().get("CPU"),
+    }
 
 
 def after_driver_exit(namespace: str = "t2", wait_s: float = 30.0) -> dict[str, Any]:
@@ -109,8 +113,10 @@ def after_driver_exit(namespace: str = "t2", wait_s: float = 30.0) -> dict[str, 
         time.sleep(0.5)
     plain_dead_after = round(time.time() - t0, 2)
     time.sleep(1)
-    avail, total = (ray.available_resources().get("CPU", 0.0),
-                    ray.cluster_resources().get("CPU", 0.0))
+    avail, total = (
+        ray.available_resources().get("CPU", 0.0),
+        ray.cluster_resources().get("CPU", 0.0),
+    )
     try:
         keeper = ray.get_actor("keeper")
         keeper_alive = name_of(ray.get(keeper.node.remote(), timeout=30))
@@ -125,10 +131,14 @@ def after_driver_exit(namespace: str = "t2", wait_s: float = 30.0) -> dict[str, 
         ray.kill(keeper)
     freed = wait_cpu_free(30)
     return {
-        "states": states, "plain_dead_within_s": plain_dead_after,
-        "cpu_available_before_kill": avail, "cpu_total": total,
-        "keeper_alive_on": keeper_alive, "plain_lookup": plain_lookup,
-        "after_kill": freed, "states_after_kill": actor_states("Tenant"),
+        "states": states,
+        "plain_dead_within_s": plain_dead_after,
+        "cpu_available_before_kill": avail,
+        "cpu_total": total,
+        "keeper_alive_on": keeper_alive,
+        "plain_lookup": plain_lookup,
+        "after_kill": freed,
+        "states_after_kill": actor_states("Tenant"),
     }
 
 
@@ -163,11 +173,14 @@ def pg_reservation(wait_s: float = 8.0) -> dict[str, Any]:
     actor = InPg.options(scheduling_strategy=in_pg).remote()
     ray.get(actor.node.remote(), timeout=60)
     inside_task = sleeper.options(scheduling_strategy=in_pg, max_retries=0).remote(120)
-    inside_retriable = sleeper.options(scheduling_strategy=in_pg, name="sleeper_retriable").remote(120)
+    inside_retriable = sleeper.options(scheduling_strategy=in_pg, name="sleeper_retriable").remote(
+        120
+    )
     outside = sleeper.remote(0.1)
     ready, _ = ray.wait([outside], timeout=wait_s)
     out: dict[str, Any] = {
-        "bundles": bundles, "cpu_total": total,
+        "bundles": bundles,
+        "cpu_total": total,
         "cpu_available_with_pg": ray.available_resources().get("CPU", 0),
         "outside_ran_while_pg": bool(ready),
         "outside_states": [s["state"] for s in task_states("sleeper")],
@@ -181,8 +194,11 @@ def pg_reservation(wait_s: float = 8.0) -> dict[str, Any]:
         out["outside_after_remove_s"] = round(time.time() - t0, 2)
     except Exception as exc:  # noqa: BLE001
         out["outside_after_remove"] = describe_error(exc)
-    for label, ref in (("actor_call", actor.node.remote()), ("inside_task max_retries=0", inside_task),
-                       ("inside_task default retries", inside_retriable)):
+    for label, ref in (
+        ("actor_call", actor.node.remote()),
+        ("inside_task max_retries=0", inside_task),
+        ("inside_task default retries", inside_retriable),
+    ):
         t1 = time.time()
         try:
             ray.get(ref, timeout=30)
@@ -191,8 +207,10 @@ def pg_reservation(wait_s: float = 8.0) -> dict[str, Any]:
             out[label] = {"ok": False, "error": describe_error(exc)}
         out[label]["seconds"] = round(time.time() - t1, 2)
     out["actor_states"] = actor_states("InPg")
-    out["inside_task_states"] = {"max_retries=0": task_states("sleeper"),
-                                 "retriable": task_states("sleeper_retriable")}
+    out["inside_task_states"] = {
+        "max_retries=0": task_states("sleeper"),
+        "retriable": task_states("sleeper_retriable"),
+    }
     ray.cancel(inside_retriable, force=True)
     out["after"] = wait_cpu_free(60)
     out["pg_resources_left"] = sorted(k for k in ray.available_resources() if "_group_" in k)
@@ -227,8 +245,12 @@ def store_tenant_b(n_objs: int = 3, size_mb: int = 10, duration_s: float = 40.0)
         latencies.append(round(time.time() - t1, 3))
         rounds += 1
         time.sleep(1.0)
-    return {"rounds": rounds, "failures": failures, "max_round_s": max(latencies),
-            "stats": _memory_stats()}
+    return {
+        "rounds": rounds,
+        "failures": failures,
+        "max_round_s": max(latencies),
+        "stats": _memory_stats(),
+    }
 
 
 def store_tenant_a(total_mb: int = 300, size_mb: int = 20) -> dict[str, Any]:
@@ -244,14 +266,20 @@ def store_tenant_a(total_mb: int = 300, size_mb: int = 20) -> dict[str, Any]:
             break
     emit("a_filled", n=len(refs), seconds=round(time.time() - t0, 2))
     ok = sum(1 for r in refs if ray.get(r)[0] == 7)
-    return {"put": len(refs), "readable": ok, "errors": errors,
-            "seconds": round(time.time() - t0, 2), "stats": _memory_stats()}
+    return {
+        "put": len(refs),
+        "readable": ok,
+        "errors": errors,
+        "seconds": round(time.time() - t0, 2),
+        "stats": _memory_stats(),
+    }
 
 
 def _memory_stats() -> str:
     try:
-        out = subprocess.run(["ray", "memory", "--stats-only"], capture_output=True, text=True,
-                             timeout=60)
+        out = subprocess.run(
+            ["ray", "memory", "--stats-only"], capture_output=True, text=True, timeout=60
+        )
         return (out.stdout + out.stderr)[-3000:]
     except Exception as exc:  # noqa: BLE001
         return repr(exc)
@@ -286,7 +314,9 @@ def _wait_job(client: Any, job: str, timeout: float) -> str:
     t0 = time.time()
     status = client.get_job_status(job)
     while time.time() - t0 < timeout and status not in {
-        JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.STOPPED
+        JobStatus.SUCCEEDED,
+        JobStatus.FAILED,
+        JobStatus.STOPPED,
     }:
         time.sleep(1)
         status = client.get_job_status(job)
@@ -307,7 +337,9 @@ def jobs_api(n_tasks: int = 6, seconds: float = 3.0, pending_s: float = 20.0) ->
     out: dict[str, Any] = {}
     cases = {
         "entrypoint_resources special + entrypoint_num_cpus=1": {
-            "entrypoint_num_cpus": 1, "entrypoint_resources": {"special": 1}},
+            "entrypoint_num_cpus": 1,
+            "entrypoint_resources": {"special": 1},
+        },
         "entrypoint_resources only_worker": {"entrypoint_resources": {"only_worker": 1}},
     }
     for label, kw in cases.items():
@@ -318,7 +350,8 @@ def jobs_api(n_tasks: int = 6, seconds: float = 3.0, pending_s: float = 20.0) ->
         line = next((ln for ln in logs.splitlines() if ln.startswith("RAYCHAOS_JOB ")), None)
         info = json.loads(line.removeprefix("RAYCHAOS_JOB ")) if line else {}
         out[label] = {
-            "status": status, "seconds": round(time.time() - t0, 2),
+            "status": status,
+            "seconds": round(time.time() - t0, 2),
             "entry_node": by_id.get(info.get("entry_node_id", ""), info.get("entry_node_id")),
             "peak_concurrency": info.get("peak_concurrency"),
             "logs_tail": logs[-800:] if not line else "",
@@ -329,8 +362,10 @@ def jobs_api(n_tasks: int = 6, seconds: float = 3.0, pending_s: float = 20.0) ->
     time.sleep(pending_s)
     info = client.get_job_info(job)
     out["entrypoint_resources nobody_has_this"] = {
-        "status_after_s": pending_s, "status": str(info.status),
-        "message": (info.message or "")[:400], "pending_demands": pending_demands(ray_status()),
+        "status_after_s": pending_s,
+        "status": str(info.status),
+        "message": (info.message or "")[:400],
+        "pending_demands": pending_demands(ray_status()),
     }
     client.stop_job(job)
     # The runbook's quota parameter.

@@ -6,7 +6,6 @@ import os
 import signal
 import subprocess
 import sys
-import textwrap
 import time
 from pathlib import Path
 
@@ -69,12 +68,15 @@ def test_a_node_that_cannot_start_fails_the_boot_fast_with_its_log(
         workers=(NodeSpec(name="worker", extra_args=("--no-such-flag",)),), boot_timeout_s=120
     )
     started = time.monotonic()
-    cluster = Cluster(spec, client=docker_client, builder=image_builder, identity=raychaos_identity,
-                      tag="bad")
+    cluster = Cluster(
+        spec, client=docker_client, builder=image_builder, identity=raychaos_identity, tag="bad"
+    )
     with pytest.raises(ClusterBootTimeout) as info, cluster:
         pass
     text = str(info.value)
-    assert time.monotonic() - started < 90, "a failed `ray start` is seen without waiting out the timeout"
+    assert time.monotonic() - started < 90, (
+        "a failed `ray start` is seen without waiting out the timeout"
+    )
     print(text)
     assert "worker (" in text and "ray start exited with 2" in text
     assert "no-such-flag" in text, "the failed node's last log lines are in the error"
@@ -115,21 +117,31 @@ def _pytest(args: list[str], **kwargs: object) -> subprocess.Popen[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     return subprocess.Popen(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", *args],
-        env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, **kwargs,  # type: ignore[call-overload]
+        env=env,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        **kwargs,  # type: ignore[call-overload]
     )
 
 
-def test_a_failing_test_leaves_nothing_behind(pytester: pytest.Pytester, docker_client: docker.DockerClient) -> None:
+def test_a_failing_test_leaves_nothing_behind(
+    pytester: pytest.Pytester, docker_client: docker.DockerClient
+) -> None:
     pytester.makepyfile(test_fail=FAILING)
     pytester.mkdir("experiments")
     (pytester.path / "experiments" / "workloads").symlink_to(ROOT / "experiments" / "workloads")
     result = pytester.runpytest_subprocess("-p", "no:randomly")
     result.assert_outcomes(failed=1)
-    run_id = next(line.split()[2].rstrip(",") for line in result.outlines if line.startswith("raychaos: run "))
+    run_id = next(
+        line.split()[2].rstrip(",") for line in result.outlines if line.startswith("raychaos: run ")
+    )
     assert ours(docker_client, run_id) == []
 
 
-def test_a_sigkilled_run_is_swept_by_the_next(pytester: pytest.Pytester, docker_client: docker.DockerClient) -> None:
+def test_a_sigkilled_run_is_swept_by_the_next(
+    pytester: pytest.Pytester, docker_client: docker.DockerClient
+) -> None:
     marker = pytester.path / "booted"
     pytester.makepyfile(test_hang=HANGING.format(marker=str(marker)))
     proc = _pytest(["-s", str(pytester.path / "test_hang.py")], cwd=pytester.path)
@@ -137,7 +149,9 @@ def test_a_sigkilled_run_is_swept_by_the_next(pytester: pytest.Pytester, docker_
         for attempt in Retrying(stop=stop_after_delay(240), wait=wait_fixed(1), reraise=True):
             with attempt:
                 assert marker.exists() or proc.poll() is not None
-        assert marker.exists(), f"the cluster never booted: {proc.stdout.read() if proc.stdout else ''}"
+        assert marker.exists(), (
+            f"the cluster never booted: {proc.stdout.read() if proc.stdout else ''}"
+        )
         key = marker.read_text()
     finally:
         proc.send_signal(signal.SIGKILL)
@@ -148,5 +162,7 @@ def test_a_sigkilled_run_is_swept_by_the_next(pytester: pytest.Pytester, docker_
     result = pytester.runpytest_subprocess("test_ok.py")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["raychaos: sweep removed * leftover object(s)*"])
-    assert docker_client.containers.list(all=True, filters={"label": f"raychaos.cluster={key}"}) == []
+    assert (
+        docker_client.containers.list(all=True, filters={"label": f"raychaos.cluster={key}"}) == []
+    )
     assert docker_client.networks.list(filters={"label": f"raychaos.cluster={key}"}) == []

@@ -19,7 +19,9 @@ FAST = {
 
 
 @pytest.mark.cluster(env=FAST)
-def test_kill_node_is_seen_dead_within_the_health_check_band(experiment: Experiment, tmp_path) -> None:
+def test_kill_node_is_seen_dead_within_the_health_check_band(
+    experiment: Experiment, tmp_path
+) -> None:
     victim = experiment.cluster.node("worker-1")
     fault = experiment.nemesis.kill_node("worker-1")
     band = experiment.node_death_band()
@@ -30,7 +32,9 @@ def test_kill_node_is_seen_dead_within_the_health_check_band(experiment: Experim
     from chaos.nemesis import wait_until
 
     wait_until(dead, band.high + 5, "worker-1 DEAD in the GCS")
-    window = fault_to_node_dead(experiment.history, injected(experiment.history, "kill_node"), victim.node_id)
+    window = fault_to_node_dead(
+        experiment.history, injected(experiment.history, "kill_node"), victim.node_id
+    )
     experiment.measure("kill → DEAD (s)", window)
     assert window is not None and window in band, f"{window} s outside {band}"
     assert fault.permanent
@@ -56,26 +60,36 @@ def test_partition_cuts_an_established_connection(ray_cluster: Cluster) -> None:
     """A TCP connection opened before the partition stops carrying bytes once it strikes."""
     server = ray_cluster.stream(
         "worker-2",
-        ["python3", "-u", "-c",
-         "import socket\ns=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n"
-         "s.bind(('0.0.0.0', 7777)); s.listen(1); c,_=s.accept(); print('accepted', flush=True)\n"
-         "while True:\n  d=c.recv(64)\n  if not d: break\n  c.sendall(d)\n"],
-        source="echo-server", bound_s=300,
+        [
+            "python3",
+            "-u",
+            "-c",
+            "import socket\ns=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n"
+            "s.bind(('0.0.0.0', 7777)); s.listen(1); c,_=s.accept(); print('accepted', flush=True)\n"
+            "while True:\n  d=c.recv(64)\n  if not d: break\n  c.sendall(d)\n",
+        ],
+        source="echo-server",
+        bound_s=300,
     )
     client = ray_cluster.stream(
         "worker-1",
-        ["python3", "-u", "-c",
-         "import socket,time\n"
-         "for _ in range(100):\n"
-         "  try:\n"
-         f"    c=socket.create_connection(({ray_cluster.node('worker-2').ip!r}, 7777), timeout=5); break\n"
-         "  except OSError:\n    time.sleep(0.2)\n"
-         "c.settimeout(1)\n"
-         "for i in range(600):\n"
-         "  try:\n    c.sendall(b'x'); c.recv(1); print('ok', flush=True)\n"
-         "  except OSError as e:\n    print('fail', type(e).__name__, flush=True)\n"
-         "  time.sleep(0.2)\n"],
-        source="echo-client", bound_s=300,
+        [
+            "python3",
+            "-u",
+            "-c",
+            "import socket,time\n"
+            "for _ in range(100):\n"
+            "  try:\n"
+            f"    c=socket.create_connection(({ray_cluster.node('worker-2').ip!r}, 7777), timeout=5); break\n"
+            "  except OSError:\n    time.sleep(0.2)\n"
+            "c.settimeout(1)\n"
+            "for i in range(600):\n"
+            "  try:\n    c.sendall(b'x'); c.recv(1); print('ok', flush=True)\n"
+            "  except OSError as e:\n    print('fail', type(e).__name__, flush=True)\n"
+            "  time.sleep(0.2)\n",
+        ],
+        source="echo-client",
+        bound_s=300,
     )
     try:
         from chaos.nemesis import poll
@@ -113,7 +127,9 @@ def test_a_fault_that_cannot_strike_is_inconclusive(ray_cluster: Cluster) -> Non
         nemesis.kill_raylet("worker-1")
 
 
-def test_a_fault_left_active_by_a_failing_test_is_healed(pytester: pytest.Pytester, docker_client) -> None:
+def test_a_fault_left_active_by_a_failing_test_is_healed(
+    pytester: pytest.Pytester, docker_client
+) -> None:
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[2]

@@ -7,7 +7,9 @@ import pytest
 pytestmark = pytest.mark.filterwarnings("ignore::pytest.PytestAssertRewriteWarning")
 
 
-def test_help_lists_one_option_group_without_a_daemon(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_help_lists_one_option_group_without_a_daemon(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")
     result = pytester.runpytest_subprocess("--help")
     assert result.ret == 0
@@ -23,7 +25,9 @@ def test_help_lists_one_option_group_without_a_daemon(pytester: pytest.Pytester,
 
 def test_report_header_shows_effective_settings(pytester: pytest.Pytester) -> None:
     pytester.makepyfile("def test_ok(): pass")
-    result = pytester.runpytest_subprocess("--raychaos-ray-version=2.59.0", "-p", "no:cacheprovider")
+    result = pytester.runpytest_subprocess(
+        "--raychaos-ray-version=2.59.0", "-p", "no:cacheprovider"
+    )
     result.stdout.fnmatch_lines(
         [
             "raychaos: run *, Ray 2.59.0 (--raychaos-ray-version), image raychaos/ray:2.59.0-py3.11*",
@@ -33,7 +37,9 @@ def test_report_header_shows_effective_settings(pytester: pytest.Pytester) -> No
     result.assert_outcomes(passed=1)
 
 
-def test_bad_option_is_a_usage_error_naming_its_source(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_bad_option_is_a_usage_error_naming_its_source(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("RAYCHAOS_BOOT_TIMEOUT", "forever")
     pytester.makepyfile("def test_ok(): pass")
     result = pytester.runpytest_subprocess()
@@ -75,7 +81,9 @@ def test_bad_marker_is_a_usage_error_naming_the_field(pytester: pytest.Pytester)
     )
     result = pytester.runpytest_subprocess()
     result.assert_outcomes(errors=1)
-    result.stdout.fnmatch_lines(["*@pytest.mark.cluster: workers[[]0[]].num_cpus: expected a number ≥ 0, got -2*"])
+    result.stdout.fnmatch_lines(
+        ["*@pytest.mark.cluster: workers[[]0[]].num_cpus: expected a number ≥ 0, got -2*"]
+    )
 
 
 def test_xdist_workers_share_the_run_id_and_differ_in_worker_id(pytester: pytest.Pytester) -> None:

@@ -19,7 +19,9 @@ def test_unreachable_daemon_is_one_clear_line(monkeypatch: pytest.MonkeyPatch) -
     assert isinstance(info.value, ChaosError)
 
 
-def test_cli_prints_one_error_line_and_exits_2(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_prints_one_error_line_and_exits_2(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")
     assert main(["sweep"]) == 2
     err = capsys.readouterr().err.strip()

@@ -22,7 +22,10 @@ def test_cli_beats_env_beats_ini() -> None:
     assert settings.ray_version == "2.60.0"
     assert settings.sources["ray_version"] == "--raychaos-ray-version"
     settings = resolve({}, ini, env=env)
-    assert (settings.ray_version, settings.sources["ray_version"]) == ("2.59.0", "env RAYCHAOS_RAY_VERSION")
+    assert (settings.ray_version, settings.sources["ray_version"]) == (
+        "2.59.0",
+        "env RAYCHAOS_RAY_VERSION",
+    )
     settings = resolve({}, ini, env={})
     assert (settings.ray_version, settings.boot_timeout) == ("2.58.0", 90.0)
 
@@ -30,14 +33,26 @@ def test_cli_beats_env_beats_ini() -> None:
 @pytest.mark.parametrize(
     ("cli", "ini", "env", "fragment"),
     [
-        ({"boot_timeout": "soon"}, {}, {}, "--raychaos-boot-timeout (from --raychaos-boot-timeout)"),
-        ({}, {"raychaos_boot_timeout": "-3"}, {}, "(from ini raychaos_boot_timeout): expected seconds > 0"),
+        (
+            {"boot_timeout": "soon"},
+            {},
+            {},
+            "--raychaos-boot-timeout (from --raychaos-boot-timeout)",
+        ),
+        (
+            {},
+            {"raychaos_boot_timeout": "-3"},
+            {},
+            "(from ini raychaos_boot_timeout): expected seconds > 0",
+        ),
         ({}, {}, {"RAYCHAOS_RAY_VERSION": "newest"}, "(from env RAYCHAOS_RAY_VERSION)"),
         ({}, {}, {"RAYCHAOS_KEEP": "maybe"}, "expected true or false"),
         ({"image": "bad image!"}, {}, {}, "image reference"),
     ],
 )
-def test_bad_values_name_where_they_came_from(cli: dict[str, str], ini: dict[str, str], env: dict[str, str], fragment: str) -> None:
+def test_bad_values_name_where_they_came_from(
+    cli: dict[str, str], ini: dict[str, str], env: dict[str, str], fragment: str
+) -> None:
     with pytest.raises(SettingError) as info:
         resolve(cli, ini, env=env)
     assert fragment in str(info.value)

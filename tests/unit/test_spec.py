@@ -64,7 +64,9 @@ def test_default_spec_is_valid_and_names_its_nodes() -> None:
         ),
     ],
 )
-def test_invalid_specs_fail_before_any_container(spec: ClusterSpec, field: str, fragment: str) -> None:
+def test_invalid_specs_fail_before_any_container(
+    spec: ClusterSpec, field: str, fragment: str
+) -> None:
     with pytest.raises(SpecError) as info:
         spec.validate()
     assert info.value.field == field

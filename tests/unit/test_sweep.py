@@ -69,7 +69,13 @@ def test_sweeps_dead_owners_and_spares_live_and_foreign_ones() -> None:
     foreign = FakeObject("foreign", owned(2**22 + 7, "123", host="elsewhere"))
     network = FakeObject("net", owned(2**22 + 7, "123"))
     report = sweep(FakeClient([live, reused_pid, dead, foreign], [network]))  # type: ignore[arg-type]
-    assert [o.removed for o in (live, reused_pid, dead, foreign, network)] == [False, True, True, False, True]
+    assert [o.removed for o in (live, reused_pid, dead, foreign, network)] == [
+        False,
+        True,
+        True,
+        False,
+        True,
+    ]
     assert len(report.removed) == 3
 
 
