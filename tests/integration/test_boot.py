@@ -15,13 +15,15 @@ from tenacity import Retrying, stop_after_delay, wait_fixed
 
 from chaos.cluster import Cluster
 from chaos.errors import ClusterBootTimeout, WorkloadError
+from chaos.images import ImageBuilder
+from chaos.labels import RunIdentity
 from chaos.spec import ClusterSpec, NodeSpec
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def ours(client: docker.DockerClient, run_id: str) -> list[str]:
-    selector = {"label": f"raychaos.run={run_id}"}
+    selector: dict[str, str | list[str] | bool] = {"label": f"raychaos.run={run_id}"}
     return (
         [f"container {c.name}" for c in client.containers.list(all=True, filters=selector)]
         + [f"network {n.name}" for n in client.networks.list(filters=selector)]
@@ -62,7 +64,7 @@ def test_pid_1_is_not_ray_start_so_a_raylet_can_die_alone(ray_cluster: Cluster) 
 
 
 def test_a_node_that_cannot_start_fails_the_boot_fast_with_its_log(
-    docker_client: docker.DockerClient, image_builder, raychaos_identity
+    docker_client: docker.DockerClient, image_builder: ImageBuilder, raychaos_identity: RunIdentity
 ) -> None:
     spec = ClusterSpec(
         workers=(NodeSpec(name="worker", extra_args=("--no-such-flag",)),), boot_timeout_s=120
@@ -113,7 +115,7 @@ def test_hangs(ray_cluster, tmp_path_factory):
 """
 
 
-def _pytest(args: list[str], **kwargs: object) -> subprocess.Popen[str]:
+def _pytest(args: list[str], cwd: Path) -> subprocess.Popen[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     return subprocess.Popen(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", *args],
@@ -121,7 +123,7 @@ def _pytest(args: list[str], **kwargs: object) -> subprocess.Popen[str]:
         text=True,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
-        **kwargs,  # type: ignore[call-overload]
+        cwd=cwd,
     )
 
 

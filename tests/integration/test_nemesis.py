@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import docker
 import pytest
 
 from chaos.cluster import Cluster
@@ -20,25 +23,26 @@ FAST = {
 
 @pytest.mark.cluster(env=FAST)
 def test_kill_node_is_seen_dead_within_the_health_check_band(
-    experiment: Experiment, tmp_path
+    experiment: Experiment, tmp_path: Path
 ) -> None:
     victim = experiment.cluster.node("worker-1")
+    victim_id = str(victim.node_id)
     fault = experiment.nemesis.kill_node("worker-1")
     band = experiment.node_death_band()
 
     def dead() -> None:
-        assert experiment.observer.latest_nodes()[victim.node_id]["state"] == "DEAD"
+        assert experiment.observer.latest_nodes()[victim_id]["state"] == "DEAD"
 
     from chaos.nemesis import wait_until
 
     wait_until(dead, band.high + 5, "worker-1 DEAD in the GCS")
     window = fault_to_node_dead(
-        experiment.history, injected(experiment.history, "kill_node"), victim.node_id
+        experiment.history, injected(experiment.history, "kill_node"), victim_id
     )
     experiment.measure("kill → DEAD (s)", window)
     assert window is not None and window in band, f"{window} s outside {band}"
     assert fault.permanent
-    history, picture = experiment.write_evidence(tmp_path, "kill")
+    _, picture = experiment.write_evidence(tmp_path, "kill")
     assert picture is not None and picture.stat().st_size > 10_000
 
 
@@ -128,10 +132,8 @@ def test_a_fault_that_cannot_strike_is_inconclusive(ray_cluster: Cluster) -> Non
 
 
 def test_a_fault_left_active_by_a_failing_test_is_healed(
-    pytester: pytest.Pytester, docker_client
+    pytester: pytest.Pytester, docker_client: docker.DockerClient
 ) -> None:
-    from pathlib import Path
-
     root = Path(__file__).resolve().parents[2]
     pytester.mkdir("experiments")
     (pytester.path / "experiments" / "workloads").symlink_to(root / "experiments" / "workloads")
