@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from chaos.errors import ChaosError, SpecError
 from chaos.spec import DEFAULT_RAY_VERSION, _check_version
@@ -55,6 +56,18 @@ def build_parser() -> argparse.ArgumentParser:
     boot = bench.add_parser("boot", help="harness boot vs. bare docker run + ray start")
     boot.add_argument("--runs", type=int, default=5)
     boot.add_argument("--ray-version", type=_version, default=DEFAULT_RAY_VERSION)
+
+    report = sub.add_parser(
+        "report", help="render Allure results as one self-contained HTML page (no Java/Node)"
+    )
+    report.add_argument("results", type=Path, help="the --alluredir of a pytest run")
+    report.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        default=Path("reports/summary.html"),
+        help="HTML file to write (default: reports/summary.html)",
+    )
     return parser
 
 
@@ -71,6 +84,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _dispatch(args: argparse.Namespace) -> int:
+    if args.command == "report":
+        return _report(args.results, args.output)
+
     from chaos.docker_api import connect
 
     if args.command == "image":
@@ -97,6 +113,20 @@ def _dispatch(args: argparse.Namespace) -> int:
         print(result.table())
         return 0
     raise AssertionError(f"unhandled command {args.command}")  # argparse makes this unreachable
+
+
+def _report(results: Path, output: Path) -> int:
+    from chaos.report import write_report
+
+    loaded = write_report(results, output)
+    counts: dict[str, int] = {}
+    for outcome in loaded.outcomes:
+        counts[outcome.effective_status] = counts.get(outcome.effective_status, 0) + 1
+    summary = ", ".join(f"{n} {s}" for s, n in sorted(counts.items())) or "no results"
+    print(f"raychaos: report {output} ({summary})")
+    for problem in loaded.problems:
+        print(f"raychaos: warning: unreadable {problem}", file=sys.stderr)
+    return 0
 
 
 if __name__ == "__main__":

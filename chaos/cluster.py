@@ -263,9 +263,13 @@ class Cluster:
         node: str | None = None,
         timeout: float = 300,
         env: Mapping[str, str] | None = None,
+        python: str = "python",
         **kwargs: Any,
     ) -> WorkloadRun:
-        """Start workload ``module:function(**kwargs)`` on ``node`` (default: the driver node)."""
+        """Start workload ``module:function(**kwargs)`` on ``node`` (default: the driver node).
+
+        ``python`` picks the interpreter (another venv in the node, for a skewed driver).
+        """
         if ":" not in target:
             raise WorkloadError(
                 f"workload target {target!r} is not MODULE:FUNCTION",
@@ -283,7 +287,7 @@ class Cluster:
         env_all = {"RAY_ADDRESS": "auto", **self.knobs(host), **(env or {})}
         stream = self.stream(
             host,
-            ["python", "-u", "-m", "raychaos_agent.run", target, payload],
+            [python, "-u", "-m", "raychaos_agent.run", target, payload],
             source=source,
             bound_s=timeout,
             env=env_all,

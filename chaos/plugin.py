@@ -9,6 +9,7 @@ daemon. Fixtures are small and overridable: override ``cluster_spec`` to change 
 from __future__ import annotations
 
 import contextlib
+import importlib
 import os
 import signal
 import sys
@@ -85,6 +86,7 @@ def pytest_configure(config: pytest.Config) -> None:
         workerinput[RUN_ID_INPUT] if workerinput else labels.RunIdentity().run_id
     )
     _install_sigterm_handler()
+    config.pluginmanager.register(importlib.import_module("chaos.reporting"), "raychaos-reporting")
 
 
 @pytest.hookimpl(optionalhook=True)

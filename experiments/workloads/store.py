@@ -326,6 +326,14 @@ def logical_memory(
     }
     for a in declared:
         ray.kill(a)
+    # ray.kill is asynchronous: wait (bounded) until the head's logical memory is free again,
+    # or the hybrid policy sees the head as busy (memory is a scored resource) and spreads.
+    t0 = time.time()
+    while time.time() - t0 < 30:
+        if ray.available_resources().get("memory", 0) >= ray.cluster_resources().get("memory", 0):
+            break
+        time.sleep(0.5)
+    out["memory_freed_after_s"] = round(time.time() - t0, 2)
     # Default strategy, no memory declared, driver on the head: the runbook's symptom.
     default = [Plain.options(num_cpus=1).remote() for _ in range(2)]
     where = ray.get([a.where.remote() for a in default], timeout=60)

@@ -155,7 +155,7 @@ def test_a_fault_left_active_by_a_failing_test_is_healed(
     (container_id,) = json.loads((pytester.path / "names.json").read_text())
     container = docker_client.containers.get(container_id)  # kept for inspection
     try:
-        rules = container.exec_run(["iptables", "-S", CHAIN]).output.decode()
+        rules = bytes(container.exec_run(["iptables", "-S", CHAIN]).output).decode()  # type: ignore[arg-type]
         assert "DROP" not in rules, "teardown healed the partition before keeping the cluster"
     finally:
         from chaos.sweep import sweep
