@@ -81,7 +81,7 @@ def other_release_venv(cluster: Cluster, source: str, target: str, path: str) ->
     """
     stream, _ = cluster.node(source).container.get_archive("/opt/ray")
     client = cluster.client.api
-    assert client.put_archive(cluster.node(target).container, "/tmp", stream)
+    assert client.put_archive(str(cluster.node(target).container.id), "/tmp", stream)
     assert cluster.exec(target, ["mv", "/tmp/ray", path]).exit_code == 0
     return f"{path}/bin/python"
 
