@@ -6,9 +6,12 @@ Errors print as one line (``raychaos: error: …``) with what to try, and exit 2
 from __future__ import annotations
 
 import argparse
+import contextlib
+import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from types import FrameType
 
 from chaos.errors import ChaosError, SpecError
 from chaos.spec import DEFAULT_RAY_VERSION, _check_version
@@ -73,6 +76,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    # SIGTERM unwinds like Ctrl-C, so `finally` blocks remove what a command created.
+    with contextlib.suppress(ValueError):
+        signal.signal(signal.SIGTERM, _interrupt)
     try:
         return _dispatch(args)
     except ChaosError as exc:
@@ -81,6 +87,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("raychaos: interrupted", file=sys.stderr)
         return 130
+
+
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
 
 
 def _dispatch(args: argparse.Namespace) -> int:

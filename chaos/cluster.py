@@ -136,6 +136,7 @@ class Cluster:
         started = time.monotonic()
         self._resolve_images()
         self.network = self._create_network()
+        self.history.record("harness", "network_created", network=self.network.name)
         if self.spec.gcs_ft == "redis":
             self._start_redis()
         if self.spec.gcs_ft == "rocksdb":
@@ -145,6 +146,7 @@ class Cluster:
         with ThreadPoolExecutor(max_workers=min(8, len(plan))) as pool:
             for node in pool.map(lambda item: self._create_node(*item), plan):
                 self.nodes[node.name] = node
+        self.history.record("harness", "containers_started", count=len(plan))
         self.wait_ready(self.spec.boot_timeout_s)
         self.boot_seconds = time.monotonic() - started
         self.history.record("harness", "cluster_ready", seconds=round(self.boot_seconds, 2))
@@ -359,18 +361,18 @@ class Cluster:
             "python",
             "-u",
             "-m",
-            "raychaos_agent.observe",
-            "--dashboard",
-            self.dashboard_url,
+            "raychaos_agent.ready",
+            "--address",
+            f"{self.head_ip}:{GCS_PORT}",
             "--expect",
             ",".join(n.ip for n in expected),
-            "--exit-when-ready",
-            "--period",
-            "0.2",
         ]
         if stale:
             argv += ["--ignore-ids", ",".join(stale)]
-        probe = self.stream(self.driver.name, argv, source=source, bound_s=timeout)
+        # The probe is a driver and needs a raylet of the same cluster beside it: after a head
+        # restart without persistence only the head's raylet belongs to the new cluster.
+        host = self.head if self.head in expected else self.driver
+        probe = self.stream(host.name, argv, source=source, bound_s=timeout)
         while True:
             ready = self.history.events("ready", source=source)
             if ready:

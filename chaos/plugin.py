@@ -350,9 +350,17 @@ def experiment(
 
     observer = Observer(ray_cluster).start()
     kit = Experiment(ray_cluster, Nemesis(ray_cluster), observer)
-    ray_cluster.history.await_event(
-        lambda e: e.source == "observer" and e.kind == "node_state", timeout=30
-    )
+    # Readiness does not wait for the dashboard; the observer (State API) needs it.
+    if (
+        ray_cluster.history.await_event(
+            lambda e: e.source == "observer" and e.kind == "node_state",
+            timeout=ray_cluster.spec.boot_timeout_s,
+        )
+        is None
+    ):
+        observer.stop()
+        pytest.fail("the State API (dashboard) never answered the observer", pytrace=False)
+
     try:
         yield kit
         _or_fail(kit.nemesis.heal_all)

@@ -117,6 +117,10 @@ CATEGORIES: tuple[Category, ...] = (
 )
 
 
+#: Categories that say nothing about Ray (shown as broken even when Allure says failed).
+NOT_ABOUT_RAY = frozenset({"Fault not observed / inconclusive", "Harness or Docker error"})
+
+
 def categorize(status: str, message: str) -> str | None:
     """The name of the first category matching, as Allure would pick it."""
     return next((c.name for c in CATEGORIES if c.matches(status, message)), None)
@@ -153,6 +157,10 @@ class Outcome:
         """``finding`` for an xfail whose reason starts with FINDING:, else the Allure status."""
         if self.status == "skipped" and FINDING.match(self.message):
             return "finding"
+        if self.status == "failed" and self.category in NOT_ABOUT_RAY:
+            # The fixtures turn ChaosError into pytest.fail (Allure: failed); on this page
+            # "failed" means Ray contradicted its docs, so a harness failure shows as broken.
+            return "broken"
         return self.status
 
     @property
@@ -320,8 +328,15 @@ def load_claims(path: Path | None = None) -> list[tuple[str, str]]:
         from chaos.resources import fixtures_path
 
         path = fixtures_path("claims.txt")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ChaosError(
+            f"cannot read the claim list {path}: {exc.strerror}",
+            hint="reinstall raychaos (claims.txt ships in chaos/fixtures)",
+        ) from exc
     claims: list[tuple[str, str]] = []
-    for line in path.read_text(encoding="utf-8").splitlines():
+    for line in text.splitlines():
         if line.strip() and not line.startswith("#"):
             claim, _, fault = line.partition("\t")
             claims.append((claim.strip(), fault.strip()))
@@ -390,7 +405,7 @@ body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:24px au
 color:#1d1d1f;padding:0 16px}
 h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 8px;border-bottom:1px solid #ddd}
 table{border-collapse:collapse;margin:6px 0}td,th{border:1px solid #d6d6d6;padding:3px 8px;
-text-align:left;vertical-align:top}th{background:#f3f3f3}.muted{color:#777}
+text-align:left;vertical-align:top}th{white-space:nowrap}th{background:#f3f3f3}.muted{color:#777}
 td.s{text-align:center;font-weight:600;white-space:nowrap}
 .passed{background:#d7f0dc;color:#17612b}.failed{background:#f9d3d3;color:#8c1212}
 .broken{background:#fde6c4;color:#8a4b00}.finding{background:#e5dcf7;color:#4b2a8c}
@@ -548,7 +563,9 @@ def render_html(
     versions = versions_of(results.outcomes)
     cells = claim_matrix(results.outcomes, claim_ids, versions)
     when = (generated or datetime.now(UTC)).strftime("%Y-%m-%d %H:%M UTC")
-    name = results.executor.get("buildName") or results.environment.get("raychaos.run", "")
+    name = results.executor.get("buildName") or "raychaos run " + results.environment.get(
+        "raychaos.run", "?"
+    )
     problems = (
         "<h2>Unreadable files</h2><ul>"
         + "".join(f"<li>{_e(p)}</li>" for p in results.problems)
@@ -573,7 +590,7 @@ def render_html(
 <title>raychaos — Ray fault tolerance report</title><style>{_CSS}</style></head>
 <body>
 <h1>raychaos — Ray fault tolerance report</h1>
-<p class="muted">run {_e(name)} · generated {_e(when)} from {_e(results.directory)}</p>
+<p class="muted">{_e(name)} · generated {_e(when)} from {_e(results.directory)}</p>
 {_summary(results, cells, claim_ids)}
 {_environment(results)}
 <h2>Claims × Ray version</h2>

@@ -33,7 +33,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -339,7 +339,7 @@ def _docker_properties(image: str) -> dict[str, str]:
             f"{version.get('Version')} (API {version.get('ApiVersion')}, "
             f"{info.get('OperatingSystem')}, {version.get('Arch')})"
         )
-        props["docker.url"] = str(client.api.base_url)
+        props["docker.host"] = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
         props["docker.host.cpus"] = str(info.get("NCPU"))
         props["docker.host.memory"] = _gib(info.get("MemTotal"))
         images = list(client.images.list(filters={"label": f"{labels.IMAGE_KIND}=ray"}))
@@ -463,6 +463,41 @@ def pytest_sessionstart(session: pytest.Session) -> None:
             "one that replaces a crashed worker mid-run, and can delete results already "
             "written; raychaos cleans the alluredir once at session start, drop the flag",
         )
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """Claim labels for a test that never reaches its call phase (set-up broke or skipped).
+
+    chaos.plugin labels in ``pytest_runtest_call``; without this, an experiment whose cluster
+    failed to boot would carry no claim and the matrix would show it as "not run".
+    """
+    report = yield
+    if report.when == "setup" and not report.passed and _state(item.config) is not None:
+        with _guard(item.config, f"label {item.nodeid}"):
+            _label_now(item)
+    return report
+
+
+def _label_now(item: pytest.Item) -> None:
+    claims = sorted({str(c) for m in item.iter_markers("claim") for c in m.args})
+    if not claims:
+        return
+    import allure
+
+    from chaos.plugin import SETTINGS_KEY
+
+    # Typed aliases: allure ships these two unannotated.
+    label: Callable[[str, str], None] = allure.dynamic.label
+    link: Callable[..., None] = allure.dynamic.link
+    for name, value in claim_labels(claims, _story(item)):
+        label(name, value)
+    for doc in claim_links(claims):
+        link(doc["url"], name=doc["name"])
+    version = item.config.stash[SETTINGS_KEY].ray_version
+    allure.dynamic.parameter(PARAMETER, version, excluded=True)
 
 
 @pytest.hookimpl
