@@ -19,6 +19,8 @@ WORKER = PREFIX + "worker"
 OWNER_PID = PREFIX + "owner-pid"
 OWNER_START = PREFIX + "owner-start"
 OWNER_HOST = PREFIX + "owner-host"
+#: PID namespace of the owner: a PID means nothing in another namespace (sandboxes, containers).
+OWNER_PIDNS = PREFIX + "owner-pidns"
 TEST = PREFIX + "test"
 CLUSTER = PREFIX + "cluster"
 ROLE = PREFIX + "role"
@@ -40,9 +42,16 @@ def process_start_ticks(pid: int) -> str:
         return ""
 
 
-def owner_alive(pid: str, start: str, host: str) -> bool | None:
+def pid_namespace() -> str:
+    try:
+        return os.readlink("/proc/self/ns/pid")
+    except OSError:
+        return ""
+
+
+def owner_alive(pid: str, start: str, host: str, pidns: str = "") -> bool | None:
     """Whether the process that created an object still runs; None when we cannot tell."""
-    if host != socket.gethostname():
+    if host != socket.gethostname() or pidns != pid_namespace():
         return None
     if not pid.isdigit():
         return False
@@ -64,6 +73,7 @@ class RunIdentity:
             OWNER_PID: str(self.pid),
             OWNER_START: process_start_ticks(self.pid),
             OWNER_HOST: socket.gethostname(),
+            OWNER_PIDNS: pid_namespace(),
         }
         labels.update({PREFIX + k.replace("_", "-"): v for k, v in extra.items()})
         return labels

@@ -13,7 +13,7 @@ import importlib
 import os
 import signal
 import sys
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
@@ -161,8 +161,15 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
 def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
-    """Remember each phase's report so fixture teardown knows whether the test failed."""
+    """Remember each phase's report so fixture teardown knows whether the test failed.
+
+    A harness error (``ChaosError``) stays an error — Allure files it as *broken* — but is shown
+    as one line that says what to do, not a traceback from deep inside docker-py.
+    """
     report = yield
+    if call.excinfo is not None and isinstance(call.excinfo.value, ChaosError):
+        error = call.excinfo.value
+        report.longrepr = f"{type(error).__name__}: {error}"
     item.stash.setdefault(PHASE_REPORTS, {})[report.when] = report
     return report
 
@@ -193,7 +200,7 @@ def docker_client() -> Iterator[docker.DockerClient]:
     """A Docker client for the engine named by DOCKER_HOST (or the local socket)."""
     from chaos.docker_api import connect
 
-    client = _or_fail(lambda: connect())
+    client = connect()
     yield client
     client.close()
 
@@ -273,13 +280,13 @@ class ClusterFactory:
             tag=f"t{_counter()}",
         )
         self.clusters.append(cluster)
-        _or_fail(cluster.start)
+        cluster.start()
         return cluster
 
     def teardown(self, failed: bool) -> None:
         from chaos.sweep import keep
 
-        errors: list[str] = []
+        errors: list[ChaosError] = []
         for cluster in reversed(self.clusters):
             if failed and self.settings.keep:
                 keep(cluster.key)
@@ -294,9 +301,9 @@ class ClusterFactory:
             try:
                 cluster.stop()
             except ChaosError as exc:
-                errors.append(str(exc))
+                errors.append(exc)
         if errors:
-            pytest.fail("; ".join(errors), pytrace=False)
+            raise errors[0]
 
 
 _COUNT = [0]
@@ -336,7 +343,7 @@ def nemesis(ray_cluster: Cluster) -> Iterator[Nemesis]:
 
     faults = Nemesis(ray_cluster)
     yield faults
-    _or_fail(faults.heal_all)
+    faults.heal_all()
 
 
 @pytest.fixture
@@ -363,7 +370,7 @@ def experiment(
 
     try:
         yield kit
-        _or_fail(kit.nemesis.heal_all)
+        kit.nemesis.heal_all()
         if not _failed(request.node):
             kit.check_no_unexpected_death()
             kit.check_resources_settle()
@@ -433,14 +440,6 @@ def _label(item: pytest.Item, claims: list[str]) -> None:
     for claim in claims:
         allure.dynamic.label("claim", claim)
     allure.dynamic.parameter("ray_version", settings.ray_version, excluded=True)
-
-
-def _or_fail(fn: Callable[[], Any]) -> Any:
-    """Harness errors as one clear line (no traceback from deep inside docker-py)."""
-    try:
-        return fn()
-    except ChaosError as exc:
-        pytest.fail(f"{type(exc).__name__}: {exc}", pytrace=False)
 
 
 def _say(text: str) -> None:

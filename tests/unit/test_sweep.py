@@ -46,12 +46,15 @@ class FakeClient:
         self.volumes = FakeCollection([])
 
 
-def owned(pid: int, start: str, host: str | None = None) -> dict[str, str]:
+def owned(
+    pid: int, start: str, host: str | None = None, pidns: str | None = None
+) -> dict[str, str]:
     return {
         labels.RUN: "r1",
         labels.OWNER_PID: str(pid),
         labels.OWNER_START: start,
         labels.OWNER_HOST: host or socket.gethostname(),
+        labels.OWNER_PIDNS: labels.pid_namespace() if pidns is None else pidns,
         labels.CLUSTER: "c1",
     }
 
@@ -67,15 +70,12 @@ def test_sweeps_dead_owners_and_spares_live_and_foreign_ones() -> None:
     reused_pid = FakeObject("reused", owned(me, "1"))  # same PID, different start: a dead run
     dead = FakeObject("dead", owned(2**22 + 7, "123"))
     foreign = FakeObject("foreign", owned(2**22 + 7, "123", host="elsewhere"))
+    # Same host name, another PID namespace (a sandbox or a container): we cannot tell.
+    sandboxed = FakeObject("sandboxed", owned(2**22 + 7, "123", pidns="pid:[1]"))
     network = FakeObject("net", owned(2**22 + 7, "123"))
-    report = sweep(FakeClient([live, reused_pid, dead, foreign], [network]))  # type: ignore[arg-type]
-    assert [o.removed for o in (live, reused_pid, dead, foreign, network)] == [
-        False,
-        True,
-        True,
-        False,
-        True,
-    ]
+    report = sweep(FakeClient([live, reused_pid, dead, foreign, sandboxed], [network]))  # type: ignore[arg-type]
+    removed = [o.removed for o in (live, reused_pid, dead, foreign, sandboxed, network)]
+    assert removed == [False, True, True, False, False, True]
     assert len(report.removed) == 3
 
 
