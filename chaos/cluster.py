@@ -296,6 +296,30 @@ class Cluster:
         )
         return WorkloadRun(target, stream, self.history, timeout)
 
+    def add_node(self, node: NodeSpec, *, wait: bool = True) -> list[Node]:
+        """Boot a new worker group into the running cluster (e.g. "once a node that fits joins")."""
+        node.validate(f"add_node({node.name})")
+        names = _group_names(node)
+        taken = [n for n in names if n in self.nodes]
+        if taken:
+            raise WorkloadError(f"add_node: names already in use: {', '.join(taken)}")
+        used = {
+            int(ipaddress.ip_address(n.ip)) - int(self._subnet().network_address)
+            for n in self.nodes.values()
+        }
+        free = (h for h in range(_FIRST_WORKER_HOST, 250) if h not in used)
+        added = [self._create_node(name, "worker", node, self._ip(next(free))) for name in names]
+        for item in added:
+            self.nodes[item.name] = item
+        self.history.record("harness", "node_added", nodes=names)
+        if wait and node.expect_join:
+            self.wait_ready(self.spec.boot_timeout_s, nodes=added)
+        return added
+
+    def _subnet(self) -> ipaddress.IPv4Network:
+        assert self.subnet is not None, "the cluster has not started"
+        return self.subnet
+
     def signal(self, name: str, node: str | None = None) -> None:
         """Raise signal ``name`` for workloads waiting in ``wait_signal`` (default: driver node)."""
         target = node or self.driver.name
@@ -503,8 +527,7 @@ class Cluster:
         return self.identity.labels(test=self.test_id[:200], cluster=self.key, **extra)
 
     def _ip(self, host: int) -> str:
-        assert self.subnet is not None
-        return str(self.subnet.network_address + host)
+        return str(self._subnet().network_address + host)
 
     def _plan(self) -> list[tuple[str, Role, NodeSpec, str]]:
         spec = self.spec
@@ -593,6 +616,7 @@ class Cluster:
                 "memswap_limit": node.memory_bytes,
                 "nano_cpus": int(node.cpu_limit * 1e9) if node.cpu_limit else None,
                 "binds": volumes or None,
+                "tmpfs": dict(node.tmpfs) or None,
             },
             ship_lib=True,
         )

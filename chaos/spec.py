@@ -110,11 +110,14 @@ class NodeSpec:
     extra_args: tuple[str, ...] = ()
     #: Boot this node's container and ``ray start`` but do not wait for it to join.
     expect_join: bool = True
+    #: tmpfs mounts ``{path: options}``, e.g. ``{"/spill": "size=150m"}`` for a small spill disk.
+    tmpfs: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "resources", _frozen_map(self.resources))
         object.__setattr__(self, "labels", _frozen_map(self.labels))
         object.__setattr__(self, "env", _frozen_map(self.env))
+        object.__setattr__(self, "tmpfs", _frozen_map(self.tmpfs))
         object.__setattr__(self, "extra_args", tuple(self.extra_args))
 
     @property
@@ -174,6 +177,11 @@ class NodeSpec:
                 raise SpecError(f"{where}.env", "environment variable names", key)
         if self.ray_version is not None:
             _check_version(self.ray_version, f"{where}.ray_version")
+        for path in self.tmpfs:
+            if not path.startswith("/") or path in {"/", "/dev/shm", "/raychaos"}:
+                raise SpecError(
+                    f"{where}.tmpfs", "absolute paths other than /, /dev/shm, /raychaos", path
+                )
 
 
 def _check_version(version: str, field_name: str) -> None:
