@@ -78,6 +78,9 @@ def gcs_outage(worker: str, outage_s: float, signal_timeout: float = 120.0) -> d
     blob = ray.put(b"x" * 2**20)
     running = slow_sum.options(scheduling_strategy=pin(worker)).remote(outage_s * 0.6)
     _wait_running("slow_sum", timeout=90)
+    # Resolved now: it needs the GCS. Pinned to the worker, because the head's own raylet is
+    # replaced when the head restarts, and an actor placed there would die with it.
+    on_worker = pin(worker)
     emit("ready", worker_node=node_id_of(worker))
     seen: dict[str, Any] = {"down_at": wait_signal("gcs_down", signal_timeout)}
 
@@ -99,7 +102,7 @@ def gcs_outage(worker: str, outage_s: float, signal_timeout: float = 120.0) -> d
 
     def create() -> None:
         try:
-            handle = Fresh.remote()
+            handle = Fresh.options(scheduling_strategy=on_worker).remote()
             created["pong"] = ray.get(handle.ping.remote(), timeout=180)
         except Exception as exc:
             created["error"] = _err(exc)

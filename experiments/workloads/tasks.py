@@ -370,9 +370,9 @@ def task_on_dying_node(
     A task pinned to ``on`` (``soft=True`` lets a retry run elsewhere) holds for
     ``hold_s``; the workload emits ``task_running`` (fields ``node_id``, ``node_name``, ``pid``)
     once it executes. HOST: wait for ``task_running``, then kill ``on``'s container (or its
-    raylet). The workload then blocks in ``ray.get`` and records ``t_outcome``; afterwards it
-    polls ``ray.nodes()`` until the node is not Alive (``t_dead_seen``) so the host can compare
-    both with its kill time. Returns ``value`` (TASK-05: ``node_id`` differs from the first)
+    raylet). The workload then blocks in ``ray.get`` and records ``t_outcome``; a background
+    thread polls ``ray.nodes()`` from ``task_running`` on and records when the node is first
+    seen not Alive (``t_dead_seen``), so the host can compare both with its kill time. Returns ``value`` (TASK-05: ``node_id`` differs from the first)
     or ``error`` (TASK-04: ``NodeDiedError``), ``executions``, ``attempts``, ``node_record``.
     """
     connect()
