@@ -438,8 +438,12 @@ class Nemesis:
         return self._strike("fill_disk", node, inject, verify, undo, path=path, fraction=fraction)
 
     # -- targets by Ray role ---------------------------------------------------------------
-    def state(self, kind: str, **filters: str) -> list[dict[str, Any]]:
-        """A State API listing (tasks, actors, objects, …) read inside the cluster."""
+    def state(self, kind: str, timeout: float = 60, **filters: str) -> list[dict[str, Any]]:
+        """A State API listing (tasks, actors, objects, …) read inside the cluster.
+
+        Retried for up to ``timeout`` s: after a head restart the dashboard serving the State
+        API comes up some seconds after the GCS.
+        """
         argv = [
             "python",
             "-m",
@@ -448,11 +452,17 @@ class Nemesis:
             self.cluster.dashboard_url,
             *(f"{k}={v}" for k, v in filters.items()),
         ]
-        result = self.cluster.exec(self.cluster.driver.name, argv, timeout=60)
-        if result.exit_code != 0:
-            raise ChaosError(f"State API list_{kind} failed: {result.output[-500:]}")
-        rows: list[dict[str, Any]] = json.loads(result.output.strip().splitlines()[-1])
-        return rows
+        last = ""
+        deadline = time.monotonic() + timeout
+        while True:
+            result = self.cluster.exec(self.cluster.driver.name, argv, timeout=60)
+            if result.exit_code == 0:
+                rows: list[dict[str, Any]] = json.loads(result.output.strip().splitlines()[-1])
+                return rows
+            last = result.output[-500:]
+            if time.monotonic() > deadline:
+                raise ChaosError(f"State API list_{kind} failed for {timeout:.0f} s: {last}")
+            time.sleep(1.0)  # retry period of a bounded wait (deadline above)
 
     def node_running_task(self, name: str) -> str:
         """The node (by name) where a RUNNING task called ``name`` runs."""
