@@ -124,13 +124,24 @@ class Cluster:
     def __enter__(self) -> Cluster:
         try:
             self.start()
-        except BaseException:
-            self.stop()
+        except BaseException as exc:
+            try:
+                self.stop()
+            except DockerOperationError as teardown:
+                exc.add_note(f"(and teardown failed: {teardown})")
             raise
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: object
+    ) -> None:
+        try:
+            self.stop()
+        except DockerOperationError as teardown:
+            if exc is None:
+                raise
+            # Never let a teardown problem hide the error that ended the block.
+            exc.add_note(f"(and teardown failed: {teardown})")
 
     def start(self) -> Cluster:
         started = time.monotonic()

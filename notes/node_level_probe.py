@@ -1,3 +1,4 @@
+# ruff: noqa  -- a throw-away probe script kept as evidence, not part of the package
 """Host-side probe used to produce notes/node-level-findings.md (not part of the suite).
 
     python notes/node_level_probe.py VERSION SCENARIO [SCENARIO ...]

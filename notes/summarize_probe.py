@@ -1,3 +1,4 @@
+# ruff: noqa  -- a throw-away probe script kept as evidence, not part of the package
 """Condense notes/probe-results.jsonl (one line per workload run) into per-scenario rows."""
 import json, collections
 rows = [json.loads(l) for l in open(__import__('pathlib').Path(__file__).with_name('probe-results.jsonl'))]

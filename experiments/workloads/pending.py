@@ -71,10 +71,7 @@ def infeasible(
     else:
         ref = wants.options(**opts).remote()
     ready, _ = ray.wait([ref], timeout=wait_s)
-    if kind == "actor":
-        states = actor_states("Wanter")
-    else:
-        states = task_states("wants")
+    states = actor_states("Wanter") if kind == "actor" else task_states("wants")
     status = ray_status()
     out: dict[str, Any] = {
         "options": opts,

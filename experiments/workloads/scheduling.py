@@ -267,7 +267,7 @@ def only_head_resource(
     status = ray_status()
     emit("first_wave", ready=len(ready), pending=len(not_ready))
     # Free the one(s) placed; the next must land on the head too.
-    for a, r in zip(actors, refs):
+    for a, r in zip(actors, refs, strict=True):
         if r in ready:
             ray.kill(a)
     second_ready, _ = ray.wait(

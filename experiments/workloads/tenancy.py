@@ -258,7 +258,7 @@ def store_tenant_a(total_mb: int = 300, size_mb: int = 20) -> dict[str, Any]:
     connect(namespace="tenant-a")
     refs, errors = [], []
     t0 = time.time()
-    for i in range(total_mb // size_mb):
+    for _ in range(total_mb // size_mb):
         try:
             refs.append(ray.put(b"\x07" * (size_mb * 1024 * 1024)))
         except Exception as exc:  # noqa: BLE001 - outcome under test
