@@ -353,7 +353,11 @@ class Nemesis:
     def degrade(
         self, node: str, *, delay_ms: int = 0, jitter_ms: int = 0, loss_pct: float = 0.0
     ) -> Fault:
-        """tc netem on the node's interface: delay, jitter and loss on everything it sends."""
+        """Delay, jitter and loss on everything ``node`` sends (tc netem).
+
+        Kernels without netem (``CONFIG_NET_SCH_NETEM``) still get loss, through an iptables
+        ``statistic`` rule in our chain; delay there is refused with a clear error.
+        """
         if delay_ms <= 0 and loss_pct <= 0:
             raise ChaosError("degrade needs delay_ms > 0 or loss_pct > 0")
         netem = ["netem"]
@@ -362,27 +366,58 @@ class Nemesis:
         if loss_pct:
             netem += ["loss", f"{loss_pct}%"]
         rule = " ".join(netem)
+        probe = self.cluster.exec(
+            node,
+            ["sh", "-c", f"tc qdisc replace dev eth0 root {rule} && tc qdisc del dev eth0 root"],
+        )
+        has_netem = probe.exit_code == 0
+        if not has_netem and delay_ms:
+            raise ChaosError(
+                f"degrade(delay_ms={delay_ms}) needs tc netem, which this kernel lacks "
+                f"({probe.output.strip()})",
+                hint="use loss_pct only (iptables), or a Docker host whose kernel has "
+                "CONFIG_NET_SCH_NETEM",
+            )
+        drop = f"-o eth0 -m statistic --mode random --probability {loss_pct / 100:.4f} -j DROP"
 
         def inject() -> None:
-            self._sh(node, f"tc qdisc replace dev eth0 root {rule}")
+            if has_netem:
+                self._sh(node, f"tc qdisc replace dev eth0 root {rule}")
+            else:
+                self._sh(
+                    node,
+                    f"(iptables -N {CHAIN} 2>/dev/null || true) && "
+                    f"(iptables -C OUTPUT -j {CHAIN} 2>/dev/null || "
+                    f"iptables -I OUTPUT -j {CHAIN}) && iptables -A {CHAIN} {drop}",
+                )
 
         def verify() -> None:
-            shown = self._sh(node, "tc qdisc show dev eth0")
-            assert "netem" in shown, f"no netem qdisc on {node}: {shown!r}"
+            if has_netem:
+                shown = self._sh(node, "tc qdisc show dev eth0")
+                assert "netem" in shown, f"no netem qdisc on {node}: {shown!r}"
+            else:
+                shown = self._sh(node, f"iptables -S {CHAIN}")
+                assert "statistic" in shown, f"no loss rule on {node}: {shown!r}"
 
         def undo() -> None:
-            self._sh(node, "tc qdisc del dev eth0 root 2>/dev/null; true")
+            if has_netem:
+                self._sh(node, "tc qdisc del dev eth0 root 2>/dev/null; true")
+            else:
+                self._sh(node, f"iptables -D {CHAIN} {drop} 2>/dev/null; true")
 
-        return self._strike("degrade", node, inject, verify, undo, rule=rule)
+        return self._strike(
+            "degrade", node, inject, verify, undo, rule=rule if has_netem else f"iptables {drop}"
+        )
 
     # -- resources ------------------------------------------------------------------------
     def memory_pressure(self, node: str, nbytes: int) -> Fault:
         """A process in the node that allocates and touches ``nbytes``; heal kills it."""
+        # It reports its PID as an agent event, so heal can kill it by PID in the container.
         script = (
-            "import os,sys,time\n"
+            "import json,os,time\n"
             f"b=bytearray({int(nbytes)})\n"
             "for i in range(0, len(b), 4096): b[i]=1\n"
-            "print(os.getpid(), flush=True)\n"
+            "print('@@raychaos '+json.dumps({'event':'allocated','pid':os.getpid()}), flush=True)\n"
             "time.sleep(3600)\n"
         )
         holder = self.cluster.stream(
@@ -391,10 +426,9 @@ class Nemesis:
 
         def verify() -> None:
             def resident() -> None:
-                assert holder.output, "allocator has not reported yet"
                 assert holder.running, f"allocator ended: {holder.tail(3)}"
-                pid = int(holder.output[0].strip())
-                status = self.cluster.exec(node, ["cat", f"/proc/{pid}/status"]).output
+                assert holder.pid is not None, "allocator has not reported yet"
+                status = self.cluster.exec(node, ["cat", f"/proc/{holder.pid}/status"]).output
                 rss = next(
                     (
                         int(line.split()[1]) * 1024

@@ -8,7 +8,7 @@ import docker
 import pytest
 
 from chaos.cluster import Cluster
-from chaos.errors import FaultNotObserved
+from chaos.errors import ChaosError, FaultNotObserved
 from chaos.experiment import Experiment
 from chaos.measure import fault_to_node_dead, injected
 from chaos.nemesis import CHAIN, Nemesis
@@ -161,3 +161,61 @@ def test_a_fault_left_active_by_a_failing_test_is_healed(
         from chaos.sweep import sweep
 
         sweep(docker_client, everything=True)
+
+
+def test_degrade_pressure_disk_and_restart_prove_their_effect(ray_cluster: Cluster) -> None:
+    """netem delay is measurable, memory is resident, the disk is full; all undone on heal."""
+    nemesis = Nemesis(ray_cluster)
+    worker, head = ray_cluster.node("worker-1"), ray_cluster.head
+
+    def connect_ms() -> float:
+        probe = (
+            "import socket,time\n"
+            "t=time.perf_counter()\n"
+            f"socket.create_connection(({head.ip!r}, 6379), timeout=5).close()\n"
+            "print((time.perf_counter()-t)*1000)"
+        )
+        return float(ray_cluster.exec("worker-1", ["python3", "-c", probe]).output.strip())
+
+    netem = (
+        ray_cluster.exec(
+            "worker-1",
+            ["sh", "-c", "tc qdisc add dev lo root netem delay 1ms && tc qdisc del dev lo root"],
+        ).exit_code
+        == 0
+    )
+    if netem:
+        with nemesis.degrade("worker-1", delay_ms=200):
+            assert connect_ms() >= 190, "a TCP handshake from the degraded node pays the delay"
+        assert connect_ms() < 100, "healed: the delay is gone"
+    else:
+        with pytest.raises(ChaosError, match="netem"):
+            nemesis.degrade("worker-1", delay_ms=200)
+    with nemesis.degrade("worker-1", loss_pct=100):
+        assert nemesis._connects(worker, head) is False, "100 % loss: nothing gets through"
+    assert nemesis._connects(worker, head) is True, "healed: traffic flows again"
+
+    holder = ["pgrep", "-f", "^python3 -c import json,os,time"]
+    with nemesis.memory_pressure("worker-2", 300 * 1024**2) as pressure:
+        assert pressure.details["bytes"] == 300 * 1024**2
+        assert ray_cluster.exec("worker-2", holder).exit_code == 0, "the allocator runs"
+    assert ray_cluster.exec("worker-2", holder).exit_code == 1, "healed: the allocator is gone"
+
+    with nemesis.fill_disk("worker-1", "/dev/shm", 0.9):
+        out = ray_cluster.exec("worker-1", ["df", "--output=pcent", "/dev/shm"]).output
+        assert int(out.split()[-1].rstrip("%")) >= 89
+    assert ray_cluster.exec("worker-1", ["test", "-e", "/dev/shm/.raychaos-fill"]).exit_code == 1
+
+    old_id = worker.node_id
+    nemesis.restart_node("worker-1")
+    assert worker.node_id and worker.node_id != old_id, "a restarted node is a new node id"
+    assert old_id in worker.past_node_ids
+    nemesis.stop_node("worker-2")
+    assert nemesis.pids("worker-2", "raylet") == []
+    kinds = [
+        (e.kind, e.get("fault"))
+        for e in ray_cluster.history.events(source="nemesis")
+        if e.kind in {"inject", "verified"}
+    ]
+    assert kinds.count(("verified", "degrade")) == 1 + netem
+    assert kinds.count(("verified", "restart_node")) == 1
