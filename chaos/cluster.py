@@ -409,6 +409,9 @@ class Cluster:
         host = self.head if self.head in expected else self.driver
         probe = self.stream(host.name, argv, source=source, bound_s=timeout)
         while True:
+            # Read "ended" before the events: the stream records every line before it ends,
+            # so an ended probe's "ready" is already in the history.
+            ended = not probe.running
             ready = self.history.events("ready", source=source)
             if ready:
                 by_ip = ready[-1].get("nodes", {})
@@ -416,7 +419,7 @@ class Cluster:
                     node.set_node_id(by_ip[node.ip])
                 return
             failed = self._failed_nodes(expected)
-            if failed or time.monotonic() > deadline or not probe.running:
+            if failed or ended or time.monotonic() > deadline:
                 probe.stop()
                 raise self._boot_error(expected, failed, timeout, probe, source)
             self.history.await_event(
@@ -466,7 +469,11 @@ class Cluster:
             + (
                 f"{', '.join(failed)} failed"
                 if failed
-                else f"not all nodes ALIVE after {timeout:.0f} s"
+                else (
+                    f"the readiness probe ended (exit {probe.exit_code}) before every node was ALIVE"
+                    if not probe.running
+                    else f"not all nodes ALIVE after {timeout:.0f} s"
+                )
             )
             + "\n"
             + "\n".join(lines)
