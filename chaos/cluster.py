@@ -470,7 +470,7 @@ class Cluster:
                 f"{', '.join(failed)} failed"
                 if failed
                 else (
-                    f"the readiness probe ended (exit {probe.exit_code}) before every node was ALIVE"
+                    f"the readiness probe ended (exit {probe.exit_code}) before all were ALIVE"
                     if not probe.running
                     else f"not all nodes ALIVE after {timeout:.0f} s"
                 )
