@@ -117,6 +117,8 @@ class Cluster:
         self._runs = 0
         self._lock = threading.Lock()
         self._lib_tar: bytes | None = None
+        #: Per node, the time from which its container log counts (after a retried start).
+        self._log_since: dict[str, int] = {}
         #: Unique per cluster in this run; the ``raychaos.cluster`` label of all its objects.
         self.key = self.identity.name(tag, spec.name)
 
@@ -327,6 +329,12 @@ class Cluster:
             self.wait_ready(self.spec.boot_timeout_s, nodes=added)
         return added
 
+    def restart_container(self, name: str) -> None:
+        """Restart a node's container: its entry runs `ray start` again (a new Ray node id)."""
+        call(f"restart {name}", lambda: self.node(name).container.restart(timeout=5))
+        # Only what the new incarnation logs counts from now on.
+        self._log_since[name] = int(time.time()) + 1
+
     def _subnet(self) -> ipaddress.IPv4Network:
         assert self.subnet is not None, "the cluster has not started"
         return self.subnet
@@ -408,6 +416,7 @@ class Cluster:
         # restart without persistence only the head's raylet belongs to the new cluster.
         host = self.head if self.head in expected else self.driver
         probe = self.stream(host.name, argv, source=source, bound_s=timeout)
+        retried: set[str] = set()
         while True:
             # Read "ended" before the events: the stream records every line before it ends,
             # so an ended probe's "ready" is already in the history.
@@ -419,6 +428,14 @@ class Cluster:
                     node.set_node_id(by_ip[node.ip])
                 return
             failed = self._failed_nodes(expected)
+            if failed and not set(failed) & retried:
+                # A `ray start` that fails while the machine is overloaded (Ray gives a raylet
+                # 30 s to register) gets one more chance; the history says so.
+                for name, why in failed.items():
+                    self.history.record("harness", "node_start_retried", node=name, why=why)
+                    self.restart_container(name)
+                retried |= set(failed)
+                continue
             if failed or ended or time.monotonic() > deadline:
                 probe.stop()
                 raise self._boot_error(expected, failed, timeout, probe, source)
@@ -437,7 +454,11 @@ class Cluster:
             if node.container.status not in {"running", "created"}:
                 failed[node.name] = f"container {node.container.status}"
                 continue
-            tail = bytes(node.container.logs(tail=3)).decode(errors="replace")
+            since = self._log_since.get(node.name)
+            logs = (
+                node.container.logs(tail=3, since=since) if since else node.container.logs(tail=3)
+            )
+            tail = bytes(logs).decode(errors="replace")
             for line in tail.splitlines():
                 if line.startswith("raychaos: ray start exited with") and not line.endswith(" 0"):
                     failed[node.name] = line.removeprefix("raychaos: ")

@@ -235,7 +235,7 @@ class Nemesis:
             self.killed_node_ids.add(old_id)  # the old incarnation dies by our hand
 
         def inject() -> None:
-            node.container.restart(timeout=5)
+            self.cluster.restart_container(name)
 
         def verify() -> None:
             if node.role == "redis":
