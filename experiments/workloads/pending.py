@@ -178,7 +178,7 @@ def membership(absent: list[str] | None = None) -> dict[str, Any]:
     }
 
 
-def gpu_and_type(n: int = 3) -> dict[str, Any]:
+def gpu_and_type(n: int = 3, wait_s: float = 30.0) -> dict[str, Any]:
     """PEND-04: tasks asking for a GPU plus a GPU-type resource run only where both exist."""
     connect()
     cases = {
@@ -194,7 +194,7 @@ def gpu_and_type(n: int = 3) -> dict[str, Any]:
     for label, req in cases.items():
         opts = _opts(req)
         refs = [wants.options(**opts).remote(0.3) for _ in range(n)]
-        ready, not_ready = ray.wait(refs, num_returns=n, timeout=30)
+        ready, not_ready = ray.wait(refs, num_returns=n, timeout=wait_s)
         out[label] = {
             "options": opts,
             "counts": counts_by_name([ray.get(r) for r in ready], include_all=False),
@@ -254,7 +254,9 @@ class EnvActor:
 
 
 def app_errors(
-    runtime_envs: list[dict[str, Any]] | None = None, timeout_s: float = 120
+    runtime_envs: list[dict[str, Any]] | None = None,
+    timeout_s: float = 120,
+    kinds: list[str] | None = None,
 ) -> dict[str, Any]:
     """PEND-06: failures that are not pending: a raising ``__init__`` and runtime envs that
     cannot be set up (for a task and for an actor). Each outcome with its time to fail."""
@@ -282,7 +284,7 @@ def app_errors(
         ]
     for env in runtime_envs:
         key = ",".join(f"{k}" for k in env)
-        for kind in ("task", "actor"):
+        for kind in kinds or ["task", "actor"]:
             t0 = time.time()
             emit("runtime_env_try", env=env, kind=kind)
             try:

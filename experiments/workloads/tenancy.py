@@ -14,7 +14,7 @@ import time
 from typing import Any
 
 import ray
-from raychaos_agent import emit, node_ip, nodes
+from raychaos_agent import emit, node_ip, nodes, wait_signal
 
 from workloads.scheduling import (
     actor_states,
@@ -40,13 +40,19 @@ class Named:
 # -- TENANT-01 ------------------------------------------------------------------------------
 
 
-def named_actor_hold(name: str, namespace: str, hold_s: float = 30.0) -> dict[str, Any]:
-    """Tenant A: create actor ``name`` in ``namespace`` and keep the job alive ``hold_s``."""
+def named_actor_hold(
+    name: str, namespace: str, hold_s: float = 30.0, release: str | None = None
+) -> dict[str, Any]:
+    """Tenant A: create actor ``name`` in ``namespace`` and keep the job alive ``hold_s``
+    (or, with ``release``, until the host raises that signal, at most ``hold_s``)."""
     connect(namespace=namespace)
     actor = Named.options(name=name).remote(f"{namespace}/A")
     ray.get(actor.tag_of.remote(), timeout=60)
     emit("created", name=name, namespace=namespace)
-    time.sleep(hold_s)
+    if release:
+        wait_signal(release, timeout=hold_s)
+    else:
+        time.sleep(hold_s)
     return {"namespace": ray.get_runtime_context().namespace, "tag": ray.get(actor.tag_of.remote())}
 
 
@@ -157,9 +163,15 @@ class InPg:
         return ray.get_runtime_context().get_node_id()
 
 
-def pg_reservation(wait_s: float = 8.0) -> dict[str, Any]:
+def pg_reservation(
+    wait_s: float = 8.0, retriable: bool = True, retriable_wait_s: float = 30.0
+) -> dict[str, Any]:
     """A placement group reserving every CPU blocks other work until removed; removal kills
-    the actor and the task running inside it."""
+    the actor and the task running inside it.
+
+    ``retriable``: also run an in-PG task with default retries and wait ``retriable_wait_s``
+    for its outcome after the removal (FINDING: it is retried into the removed PG and hangs).
+    """
     from ray.util.placement_group import placement_group, remove_placement_group
     from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
@@ -173,8 +185,10 @@ def pg_reservation(wait_s: float = 8.0) -> dict[str, Any]:
     actor = InPg.options(scheduling_strategy=in_pg).remote()
     ray.get(actor.node.remote(), timeout=60)
     inside_task = sleeper.options(scheduling_strategy=in_pg, max_retries=0).remote(120)
-    inside_retriable = sleeper.options(scheduling_strategy=in_pg, name="sleeper_retriable").remote(
-        120
+    inside_retriable = (
+        sleeper.options(scheduling_strategy=in_pg, name="sleeper_retriable").remote(120)
+        if retriable
+        else None
     )
     outside = sleeper.remote(0.1)
     ready, _ = ray.wait([outside], timeout=wait_s)
@@ -194,14 +208,16 @@ def pg_reservation(wait_s: float = 8.0) -> dict[str, Any]:
         out["outside_after_remove_s"] = round(time.time() - t0, 2)
     except Exception as exc:  # noqa: BLE001
         out["outside_after_remove"] = describe_error(exc)
-    for label, ref in (
-        ("actor_call", actor.node.remote()),
-        ("inside_task max_retries=0", inside_task),
-        ("inside_task default retries", inside_retriable),
-    ):
+    checks = [
+        ("actor_call", actor.node.remote(), 30.0),
+        ("inside_task max_retries=0", inside_task, 30.0),
+    ]
+    if inside_retriable is not None:
+        checks.append(("inside_task default retries", inside_retriable, retriable_wait_s))
+    for label, ref, bound in checks:
         t1 = time.time()
         try:
-            ray.get(ref, timeout=30)
+            ray.get(ref, timeout=bound)
             out[label] = {"ok": True}
         except Exception as exc:  # noqa: BLE001 - outcome under test
             out[label] = {"ok": False, "error": describe_error(exc)}
@@ -209,9 +225,10 @@ def pg_reservation(wait_s: float = 8.0) -> dict[str, Any]:
     out["actor_states"] = actor_states("InPg")
     out["inside_task_states"] = {
         "max_retries=0": task_states("sleeper"),
-        "retriable": task_states("sleeper_retriable"),
+        "retriable": task_states("sleeper_retriable") if inside_retriable is not None else [],
     }
-    ray.cancel(inside_retriable, force=True)
+    if inside_retriable is not None:
+        ray.cancel(inside_retriable, force=True)
     out["after"] = wait_cpu_free(60)
     out["pg_resources_left"] = sorted(k for k in ray.available_resources() if "_group_" in k)
     return out
