@@ -372,11 +372,23 @@ def experiment(
         yield kit
         kit.nemesis.heal_all()
         if not _failed(request.node):
+            # Labelled before the checks: a violated postcondition shows under its claim.
+            _label_postconditions([c for c in ("INV-01", "INV-02") if c not in kit.waived])
             kit.check_no_unexpected_death()
             kit.check_resources_settle()
     finally:
         observer.stop()
         _attach_evidence(kit, request.node, pytestconfig.rootpath / "reports" / "timelines")
+
+
+def _label_postconditions(claims: list[str]) -> None:
+    try:
+        import allure
+
+        for claim in claims:
+            allure.dynamic.label("claim", claim)
+    except Exception as exc:  # noqa: BLE001 - reporting never breaks a run
+        _say(f"raychaos: could not label postconditions: {exc!r}")
 
 
 def _attach_evidence(kit: Experiment, item: pytest.Item, directory: Path) -> None:
