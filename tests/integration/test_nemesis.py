@@ -158,9 +158,16 @@ def test_a_fault_left_active_by_a_failing_test_is_healed(
         rules = bytes(container.exec_run(["iptables", "-S", CHAIN]).output).decode()  # type: ignore[arg-type]
         assert "DROP" not in rules, "teardown healed the partition before keeping the cluster"
     finally:
-        from chaos.sweep import sweep
+        # Remove only that kept cluster: other xdist workers' clusters are live.
+        from chaos.sweep import kept_dir
 
-        sweep(docker_client, everything=True)
+        key = container.labels["raychaos.cluster"]
+        selector: dict[str, str | list[str] | bool] = {"label": f"raychaos.cluster={key}"}
+        for leftover in docker_client.containers.list(all=True, filters=selector):
+            leftover.remove(force=True, v=True)
+        for network in docker_client.networks.list(filters=selector):
+            network.remove()
+        (kept_dir() / key).unlink(missing_ok=True)
 
 
 def test_degrade_pressure_disk_and_restart_prove_their_effect(ray_cluster: Cluster) -> None:
