@@ -261,7 +261,12 @@ def only_head_resource(
     emit("driver_connected", resources=res, total=total)
     actors = [Claimer.options(resources=res, num_cpus=0).remote() for _ in range(n)]
     refs = [a.where.remote() for a in actors]
-    ready, not_ready = ray.wait(refs, num_returns=len(refs), timeout=pending_wait_s)
+    # The one that fits starts within the worker start-up time (slow on a loaded host); the
+    # rest must still be pending ``pending_wait_s`` later.
+    ready, not_ready = ray.wait(refs, num_returns=max(int(total), 1), timeout=60)
+    if not_ready:
+        more, not_ready = ray.wait(not_ready, num_returns=len(not_ready), timeout=pending_wait_s)
+        ready += more
     first = [name_of(ray.get(r)) for r in ready]
     states = actor_states("Claimer")
     status = ray_status()
