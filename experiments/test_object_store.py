@@ -59,7 +59,7 @@ def test_objects_beyond_the_store_spill_to_disk(experiment: Experiment) -> None:
 @pytest.mark.xfail(
     strict=True,
     raises=AssertionError,
-    reason="FINDING (2.60 x2, 2.59): with RAY_automatic_object_spilling_enabled=0 (present in "
+    reason="FINDING: (2.60 x2, 2.59) with RAY_automatic_object_spilling_enabled=0 (present in "
     "the raylet's /proc environ) all 30 x 10 MiB puts into the 100 MiB store succeed and 240-260 "
     "MiB are spilled: node.py's validate_external_storage sets the system config "
     "automatic_object_spilling_enabled=True, overriding the env knob. No ObjectStoreFullError.",
