@@ -134,9 +134,15 @@ class Nemesis:
 
     # -- processes inside a node ------------------------------------------------------------
     def pids(self, node: str, process: str) -> list[int]:
-        """PIDs of processes called exactly ``process`` inside ``node``'s container."""
-        result = self.cluster.exec(node, ["pgrep", "-x", process], timeout=15)
-        return [int(p) for p in result.output.split()] if result.exit_code == 0 else []
+        """PIDs of live processes called exactly ``process`` in ``node`` (zombies excluded:
+        a killed process lingers as one until PID 1 reaps it)."""
+        result = self.cluster.exec(node, ["ps", "-eo", "pid=,stat=,comm="], timeout=15)
+        pids = []
+        for line in result.output.splitlines():
+            fields = line.split(None, 2)
+            if len(fields) == 3 and fields[2] == process and not fields[1].startswith("Z"):
+                pids.append(int(fields[0]))
+        return pids
 
     def _kill_pid(self, node: str, pid: int, kind: str, label: str, **details: Any) -> Fault:
         def inject() -> None:
