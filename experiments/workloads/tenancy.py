@@ -8,7 +8,6 @@ TENANT-05 is this module run as a script: ``python -m workloads.tenancy job-entr
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 import time
 from typing import Any
@@ -26,6 +25,7 @@ from workloads.scheduling import (
     task_states,
     wait_cpu_free,
 )
+from workloads.store import memory_stats
 
 
 @ray.remote(num_cpus=0)
@@ -266,7 +266,7 @@ def store_tenant_b(n_objs: int = 3, size_mb: int = 10, duration_s: float = 40.0)
         "rounds": rounds,
         "failures": failures,
         "max_round_s": max(latencies),
-        "stats": _memory_stats(),
+        "stats": memory_stats(),
     }
 
 
@@ -288,18 +288,8 @@ def store_tenant_a(total_mb: int = 300, size_mb: int = 20) -> dict[str, Any]:
         "readable": ok,
         "errors": errors,
         "seconds": round(time.time() - t0, 2),
-        "stats": _memory_stats(),
+        "stats": memory_stats(),
     }
-
-
-def _memory_stats() -> str:
-    try:
-        out = subprocess.run(
-            ["ray", "memory", "--stats-only"], capture_output=True, text=True, timeout=60
-        )
-        return (out.stdout + out.stderr)[-3000:]
-    except Exception as exc:  # noqa: BLE001
-        return repr(exc)
 
 
 # -- TENANT-05 / ADVICE-03 ------------------------------------------------------------------
