@@ -1,7 +1,7 @@
 """Sample node, actor and placement-group state through Ray's State API; report transitions.
 
     python -m raychaos_agent.observe --dashboard http://HEAD:8265 [--period 0.25]
-        [--expect IP,IP] [--exit-when-ready] [--actors] [--pgs]
+        [--actors] [--pgs] [--timeout S]
 
 Runs on the driver node (or the head) and talks to the head's dashboard over the cluster
 network, so it needs no driver connection and survives a dead GCS or head: while the State API
@@ -45,9 +45,6 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="raychaos_agent.observe")
     parser.add_argument("--dashboard", required=True)
     parser.add_argument("--period", type=float, default=0.25)
-    parser.add_argument("--expect", default="")
-    parser.add_argument("--exit-when-ready", action="store_true")
-    parser.add_argument("--ignore-ids", default="", help="node ids that do not count as ready")
     parser.add_argument("--actors", action="store_true")
     parser.add_argument("--pgs", action="store_true")
     parser.add_argument("--timeout", type=float, default=0.0, help="0 runs until killed")
@@ -55,11 +52,8 @@ def main(argv: list[str]) -> int:
 
     from ray.util.state import list_actors, list_nodes, list_placement_groups
 
-    expect = {ip for ip in args.expect.split(",") if ip}
-    ignore = {i for i in args.ignore_ids.split(",") if i}
     known: dict[tuple[str, str], dict[str, Any]] = {}
     observable: bool | None = None
-    ready = not expect
     deadline = time.monotonic() + args.timeout if args.timeout else None
     emit("observer_started", dashboard=args.dashboard, period=args.period)
 
@@ -103,19 +97,9 @@ def main(argv: list[str]) -> int:
                 track("actor", str(actor["actor_id"]), actor)
             for pg in pgs:
                 track("pg", str(pg["placement_group_id"]), pg)
-            alive = {
-                n["node_ip"]: n["node_id"]
-                for n in nodes
-                if n["state"] == "ALIVE" and n["node_id"] not in ignore
-            }
-            if not ready and expect <= set(alive):
-                ready = True
-                emit("ready", nodes={ip: alive[ip] for ip in sorted(expect)})
-                if args.exit_when_ready:
-                    return 0
         time.sleep(max(0.0, args.period - (time.monotonic() - started)))
-    emit("observer_timeout", ready=ready)
-    return 0 if ready else 3
+    emit("observer_timeout")
+    return 0
 
 
 if __name__ == "__main__":
