@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from chaos import labels
+from chaos.boot_slots import boot_slot, default_slots
 from chaos.docker_api import call, connect, translated
 from chaos.errors import ClusterBootTimeout, DockerOperationError, WorkloadError
 from chaos.execstream import ExecStream
@@ -43,6 +44,16 @@ Role = Literal["head", "worker", "driver", "redis"]
 GCS_PORT = 6379
 REDIS_PORT = 6379
 DASHBOARD_PORT = 8265
+#: Fixed per-node agent ports. With port 0 (Ray's default) the raylet waits for the agents'
+#: port files for a hard-coded 15 s and aborts ("Timed out waiting for file
+#: .../metrics_agent_port_<id>") when a loaded machine starts the Python agents slower than
+#: that; a given port skips the wait. Each node has its own network namespace: no clashes.
+AGENT_PORTS = {
+    "--metrics-export-port": 8080,
+    "--dashboard-agent-grpc-port": 8081,
+    "--runtime-env-agent-port": 8082,
+    "--dashboard-agent-listen-port": 52365,
+}
 RAY_LOGS = "/tmp/ray/session_latest/logs"
 #: Where shipped code (agent, workloads) lives in every node; on the image's PYTHONPATH.
 LIB_DIR = "/raychaos/lib"
@@ -99,6 +110,7 @@ class Cluster:
         workload_paths: Sequence[Path] = (),
         history: History | None = None,
         tag: str = "c",
+        boot_slots: int | None = None,
     ) -> None:
         self.spec = spec.validate()
         self.client = client or connect()
@@ -108,6 +120,8 @@ class Cluster:
         self.workload_paths = tuple(workload_paths)
         self.history = history or History()
         self.tag = tag
+        #: Clusters this machine boots at once (see :mod:`chaos.boot_slots`).
+        self.boot_slots = boot_slots or default_slots()
         self.nodes: dict[str, Node] = {}
         self.network: Network | None = None
         self.subnet: ipaddress.IPv4Network | None = None
@@ -155,13 +169,16 @@ class Cluster:
         if self.spec.gcs_ft == "rocksdb":
             self._create_volume("gcs")
         plan = self._plan()
-        # Head and workers boot together: a worker's `ray start` waits for the GCS by itself.
-        with ThreadPoolExecutor(max_workers=min(8, len(plan))) as pool:
-            for node in pool.map(lambda item: self._create_node(*item), plan):
-                self.nodes[node.name] = node
-        self.history.record("harness", "containers_started", count=len(plan))
-        self.wait_ready(self.spec.boot_timeout_s)
-        self.boot_seconds = time.monotonic() - started
+        slots = self.builder.settings.cache_dir / "boot-slots"
+        with boot_slot(slots, self.boot_slots) as queued:
+            self.history.record("harness", "boot_slot", queued_s=round(queued, 2))
+            # Head and workers boot together: a worker's `ray start` waits for the GCS itself.
+            with ThreadPoolExecutor(max_workers=min(8, len(plan))) as pool:
+                for node in pool.map(lambda item: self._create_node(*item), plan):
+                    self.nodes[node.name] = node
+            self.history.record("harness", "containers_started", count=len(plan))
+            self.wait_ready(self.spec.boot_timeout_s)
+        self.boot_seconds = time.monotonic() - started - queued
         self.history.record("harness", "cluster_ready", seconds=round(self.boot_seconds, 2))
         return self
 
@@ -618,6 +635,8 @@ class Cluster:
             argv.append(f"--resources={json.dumps(dict(node.resources))}")
         node_labels = {"raychaos/node": name, **dict(node.labels)}
         argv.append("--labels=" + ",".join(f"{k}={v}" for k, v in node_labels.items()))
+        given = {arg.split("=", 1)[0] for arg in node.extra_args}
+        argv += [f"{flag}={port}" for flag, port in AGENT_PORTS.items() if flag not in given]
         argv += list(node.extra_args)
         return argv
 

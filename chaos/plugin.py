@@ -278,6 +278,7 @@ class ClusterFactory:
             builder=self.builder,
             workload_paths=self.settings.workload_paths,
             tag=f"t{_counter()}",
+            boot_slots=self.settings.boot_slots or None,
         )
         self.clusters.append(cluster)
         cluster.start()

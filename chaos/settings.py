@@ -51,6 +51,14 @@ def _ray_version(raw: str) -> str:
     return raw
 
 
+def _slots(raw: str) -> int:
+    if raw in ("", "auto"):
+        return 0  # auto: chaos.boot_slots.default_slots()
+    if not raw.isdigit() or int(raw) < 1:
+        raise SettingError(f"expected a whole number ≥ 1 (or auto), got {raw!r}")
+    return int(raw)
+
+
 def _bool(raw: str) -> bool:
     lowered = raw.strip().lower()
     if lowered in {"1", "true", "yes", "on"}:
@@ -97,6 +105,15 @@ OPTIONS: tuple[Option, ...] = (
         _image,
     ),
     Option(
+        "patch_python",
+        "--raychaos-patch-python",
+        "raychaos_patch_python",
+        "RAYCHAOS_PATCH_PYTHON",
+        "",
+        "a CPython of the image's minor release but another patch, for Python patch-skew "
+        "experiments (default: the interpreter running pytest)",
+    ),
+    Option(
         "boot_timeout",
         "--raychaos-boot-timeout",
         "raychaos_boot_timeout",
@@ -104,6 +121,15 @@ OPTIONS: tuple[Option, ...] = (
         "180",
         "seconds until every node must be ALIVE in the GCS",
         _positive_seconds,
+    ),
+    Option(
+        "boot_slots",
+        "--raychaos-boot-slots",
+        "raychaos_boot_slots",
+        "RAYCHAOS_BOOT_SLOTS",
+        "auto",
+        "clusters this machine boots at once, across xdist workers (auto: one per 2 cores)",
+        _slots,
     ),
     Option(
         "keep",
@@ -123,7 +149,9 @@ class Settings:
     ray_version: str = DEFAULT_RAY_VERSION
     image: str = ""
     base_image: str = ""
+    patch_python: str = ""
     boot_timeout: float = 180.0
+    boot_slots: int = 0
     keep: bool = False
     workload_paths: tuple[Path, ...] = ()
     #: Where each value came from ("--flag", "env VAR", "ini key", "default").

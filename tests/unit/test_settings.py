@@ -13,6 +13,11 @@ def test_defaults() -> None:
     assert settings.boot_timeout == 180.0
     assert settings.keep is False
     assert settings.sources["ray_version"] == "default"
+    assert settings.boot_slots == 0, "0 = auto: one booting cluster per two cores"
+
+
+def test_boot_slots_from_env() -> None:
+    assert resolve({}, {}, env={"RAYCHAOS_BOOT_SLOTS": "3"}).boot_slots == 3
 
 
 def test_cli_beats_env_beats_ini() -> None:
@@ -48,6 +53,7 @@ def test_cli_beats_env_beats_ini() -> None:
         ({}, {}, {"RAYCHAOS_RAY_VERSION": "newest"}, "(from env RAYCHAOS_RAY_VERSION)"),
         ({}, {}, {"RAYCHAOS_KEEP": "maybe"}, "expected true or false"),
         ({"image": "bad image!"}, {}, {}, "image reference"),
+        ({}, {}, {"RAYCHAOS_BOOT_SLOTS": "0"}, "expected a whole number ≥ 1 (or auto)"),
     ],
 )
 def test_bad_values_name_where_they_came_from(
