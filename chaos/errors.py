@@ -37,6 +37,10 @@ class ImageBuildError(ChaosError):
     """A Ray image could not be built (no wheels, no base image, failed install)."""
 
 
+class PythonPatchUnavailable(ChaosError):
+    """No interpreter of another patch release is at hand to stage a Python patch skew."""
+
+
 class ClusterBootTimeout(ChaosError):
     """Not every expected node became ALIVE in the GCS before the boot timeout."""
 

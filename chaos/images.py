@@ -16,10 +16,10 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from chaos import labels
 from chaos.docker_api import call, translated
@@ -85,15 +85,11 @@ class ImageBuilder:
     # -- public -------------------------------------------------------------------------
     def ensure(self, ray_version: str, python: str = DEBIAN_PYTHON) -> str:
         """Return the tag of an image with ``ray[default]==ray_version``, building it if needed."""
-        from filelock import FileLock
-
         tag = ray_image_tag(ray_version, python)
-        lock_dir = self.settings.cache_dir / "locks"
-        lock_dir.mkdir(parents=True, exist_ok=True)
-        with FileLock(str(lock_dir / f"{tag.replace('/', '_').replace(':', '_')}.lock")):
+        with self.locked(tag):
             base = self.ensure_base(python)
             recipe = self._recipe_hash(ray_version, python, base)
-            if self._label_of(tag) == recipe:
+            if self.current(tag, recipe):
                 return tag
             started = time.monotonic()
             self.progress(f"building {tag} (first use of this recipe; later runs reuse it)")
@@ -101,6 +97,44 @@ class ImageBuilder:
             self._build(tag, base, wheels, ray_version, python, recipe)
             self.progress(f"built {tag} in {time.monotonic() - started:.0f} s")
             return tag
+
+    @contextlib.contextmanager
+    def locked(self, tag: str) -> Iterator[None]:
+        """Hold the build lock of ``tag``: one xdist worker builds, the others then reuse it."""
+        from filelock import FileLock
+
+        lock_dir = self.settings.cache_dir / "locks"
+        lock_dir.mkdir(parents=True, exist_ok=True)
+        with FileLock(str(lock_dir / f"{tag.replace('/', '_').replace(':', '_')}.lock")):
+            yield
+
+    def current(self, tag: str, recipe: str) -> bool:
+        """Whether ``tag`` exists and was built from ``recipe`` (so it is never rebuilt)."""
+        return self._label_of(tag) == recipe
+
+    def docker_build(self, tag: str, recipe: str, **build: Any) -> None:
+        """``docker build`` with progress lines and the recipe label; errors name the step."""
+        with translated(f"docker build of {tag}"):
+            stream = self.client.api.build(
+                tag=tag,
+                labels={labels.IMAGE_RECIPE: recipe, labels.IMAGE_KIND: "ray"},
+                rm=True,
+                forcerm=True,
+                decode=True,
+                **build,
+            )
+            log: list[str] = []
+            for chunk in stream:
+                if "error" in chunk:
+                    raise ImageBuildError(
+                        f"docker build of {tag} failed: {chunk['error'].strip()}",
+                        hint="last build lines: " + " | ".join(log[-5:]),
+                    )
+                line = str(chunk.get("stream", "")).strip()
+                if line:
+                    log.append(line)
+                    if line.startswith("Step "):
+                        self.progress(f"{tag}: {line}")
 
     def ensure_base(self, python: str = DEBIAN_PYTHON) -> str:
         """The base image tag: the configured one if usable, else a Debian one made offline."""
@@ -252,28 +286,12 @@ class ImageBuilder:
                 except OSError:
                     shutil.copy2(wheel, context / "wheels" / wheel.name)
             self.progress(f"docker build {tag} from {base}")
-            with translated(f"docker build of {tag}"):
-                stream = self.client.api.build(
-                    path=str(context),
-                    tag=tag,
-                    buildargs={"BASE": base, "RAY_VERSION": ray_version, "PYTHON": python},
-                    labels={labels.IMAGE_RECIPE: recipe, labels.IMAGE_KIND: "ray"},
-                    rm=True,
-                    forcerm=True,
-                    decode=True,
-                )
-                log: list[str] = []
-                for chunk in stream:
-                    if "error" in chunk:
-                        raise ImageBuildError(
-                            f"docker build of {tag} failed: {chunk['error'].strip()}",
-                            hint="last build lines: " + " | ".join(log[-5:]),
-                        )
-                    line = str(chunk.get("stream", "")).strip()
-                    if line:
-                        log.append(line)
-                        if line.startswith("Step "):
-                            self.progress(f"{tag}: {line}")
+            self.docker_build(
+                tag,
+                recipe,
+                path=str(context),
+                buildargs={"BASE": base, "RAY_VERSION": ray_version, "PYTHON": python},
+            )
         finally:
             shutil.rmtree(context, ignore_errors=True)
             self._prune_build_stages()

@@ -1,7 +1,9 @@
-"""Version skew (Ray: ``check_version_info``): VER-01, VER-03.
+"""Version skew (Ray: ``check_version_info``): VER-01, VER-02, VER-03.
 
 A worker image of another Ray release (the "previous release" of CLAIMS.md for the default
-2.60.0, and 2.60.0 when the suite runs on 2.59.0) joins, or drives, the cluster.
+2.60.0, and 2.60.0 when the suite runs on 2.59.0) joins, or drives, the cluster; a worker whose
+interpreter is another Python patch release joins with and without
+``RAY_DEFAULT_PYTHON_VERSION_MATCH_LEVEL=minor``.
 """
 
 from __future__ import annotations
@@ -10,8 +12,12 @@ import datetime as dt
 
 import pytest
 
+from chaos import labels, python_patch
 from chaos.cluster import GCS_PORT, Cluster
+from chaos.errors import PythonPatchUnavailable
+from chaos.images import ImageBuilder
 from chaos.nemesis import poll
+from chaos.plugin import ClusterFactory
 from chaos.settings import Settings
 from chaos.spec import NodeSpec
 
@@ -19,10 +25,11 @@ from chaos.spec import NodeSpec
 OTHER = {"2.60.0": "2.59.0", "2.59.0": "2.60.0"}
 #: `ray start` of a mismatched worker must give up "within seconds".
 REJECT_WITHIN_S = 60
+MATCH_LEVEL = "RAY_DEFAULT_PYTHON_VERSION_MATCH_LEVEL"
 
 
 @pytest.fixture
-def skewed(ray_cluster_factory, raychaos_settings: Settings) -> tuple[Cluster, str]:  # type: ignore[no-untyped-def]
+def skewed(ray_cluster_factory: ClusterFactory, raychaos_settings: Settings) -> tuple[Cluster, str]:
     other = OTHER.get(raychaos_settings.ray_version, "2.59.0")
     cluster = ray_cluster_factory(
         workers=(
@@ -33,11 +40,68 @@ def skewed(ray_cluster_factory, raychaos_settings: Settings) -> tuple[Cluster, s
     return cluster, other
 
 
+@pytest.fixture
+def patch_image(
+    image_builder: ImageBuilder,
+    raychaos_settings: Settings,
+    raychaos_identity: labels.RunIdentity,
+) -> tuple[str, python_patch.Interpreter]:
+    """The suite's Ray image with its venv on another patch release of the same Python."""
+    base = raychaos_settings.image or image_builder.ensure(raychaos_settings.ray_version)
+    given = raychaos_settings.patch_python
+    try:
+        interpreter = python_patch.probe(given or python_patch.host_interpreter())
+        tag = python_patch.ensure_image(
+            image_builder, base, interpreter, raychaos_identity.labels()
+        )
+    except PythonPatchUnavailable as exc:
+        if given:  # asked for explicitly: a bad value is an error, not a skip
+            raise
+        pytest.skip(f"VER-02 cannot be staged with the host's interpreter: {exc}")
+    return tag, interpreter
+
+
 def _started_at(cluster: Cluster, node: str) -> float:
     container = cluster.node(node).container
     container.reload()
     raw = container.attrs["State"]["StartedAt"][:26].rstrip("Z")
     return dt.datetime.fromisoformat(raw).replace(tzinfo=dt.UTC).timestamp()
+
+
+def _ray_start_ended(cluster: Cluster, node: str) -> tuple[int, str]:
+    """Wait (bounded) for ``ray start`` on ``node`` to exit; its exit code and output.
+
+    Records the time from container start to exit as a measurement.
+    """
+
+    def exited() -> None:
+        assert cluster.exec(node, ["test", "-f", "/raychaos/state/ray-start.rc"]).exit_code == 0
+
+    poll(exited, REJECT_WITHIN_S)
+    rc = int(cluster.exec(node, ["cat", "/raychaos/state/ray-start.rc"]).output.strip())
+    log = cluster.exec(node, ["cat", "/raychaos/state/ray-start.log"]).output
+    mtime = float(cluster.exec(node, ["stat", "-c", "%Y", "/raychaos/state/ray-start.rc"]).output)
+    took = mtime - _started_at(cluster, node)
+    cluster.history.record("checker", "measurement", name="ray start → exit (s)", value=took)
+    assert took <= REJECT_WITHIN_S, f"ray start on {node} took {took:.0f} s"
+    return rc, log
+
+
+def _assert_never_registered(cluster: Cluster, node: str, cpus: int) -> None:
+    """Neither the State API nor ``ray status`` knows ``node``; only ``cpus`` CPUs are counted."""
+    nodes = cluster.exec(
+        cluster.driver.name,
+        ["python", "-m", "raychaos_agent.state", "nodes", cluster.dashboard_url],
+    ).output
+    assert cluster.node(node).ip not in nodes, f"{node} must never register: {nodes}"
+    status = cluster.ray_status()
+    assert cluster.node(node).ip not in status, f"ray status must not count {node}"
+    assert f"/{cpus}.0 CPU" in status, status
+
+
+def _python_of(cluster: Cluster, node: str) -> str:
+    argv = ["python", "-c", "import platform; print(platform.python_version())"]
+    return cluster.exec(node, argv).output.strip()
 
 
 @pytest.mark.claim("VER-01", "PEND-03")
@@ -46,31 +110,65 @@ def test_worker_of_another_release_is_rejected_and_never_registers(
 ) -> None:
     """`ray start` of a worker with another Ray release exits non-zero with the mismatch text."""
     cluster, other = skewed
-
-    def exited() -> None:
-        assert cluster.exec("skewed", ["test", "-f", "/raychaos/state/ray-start.rc"]).exit_code == 0
-
-    poll(exited, REJECT_WITHIN_S)
-    rc = int(cluster.exec("skewed", ["cat", "/raychaos/state/ray-start.rc"]).output.strip())
-    log = cluster.exec("skewed", ["cat", "/raychaos/state/ray-start.log"]).output
-    mtime = float(
-        cluster.exec("skewed", ["stat", "-c", "%Y", "/raychaos/state/ray-start.rc"]).output
-    )
-    took = mtime - _started_at(cluster, "skewed")
-    cluster.history.record("checker", "measurement", name="ray start → exit (s)", value=took)
+    rc, log = _ray_start_ended(cluster, "skewed")
     assert rc != 0, f"ray start of a {other} worker must fail, exited {rc}"
     assert "Version mismatch" in log, f"expected the mismatch text, got: {log[-800:]}"
     assert "The cluster was started with" in log
-    assert took <= REJECT_WITHIN_S
-    nodes = cluster.exec(
-        cluster.driver.name,
-        ["python", "-m", "raychaos_agent.state", "nodes", cluster.dashboard_url],
-    ).output
-    assert cluster.node("skewed").ip not in nodes, "the skewed node must never register"
-    status = cluster.ray_status()
-    assert cluster.node("skewed").ip not in status, "ray status must not count the skewed node"
-    total_cpu = sum(1 for _ in ("head", "worker"))  # 1 CPU each; the skewed node's CPU is absent
-    assert f"0.0/{total_cpu}.0 CPU" in status or f"/{total_cpu}.0 CPU" in status, status
+    assert f"Ray: {other}" in log
+    _assert_never_registered(cluster, "skewed", cpus=2)  # head and worker: 1 CPU each
+
+
+@pytest.mark.claim("VER-02")
+def test_python_patch_skew_is_rejected_by_default(
+    ray_cluster_factory: ClusterFactory,
+    patch_image: tuple[str, python_patch.Interpreter],
+) -> None:
+    """A worker on another Python patch release is rejected like a Ray release mismatch."""
+    tag, interpreter = patch_image
+    cluster = ray_cluster_factory(
+        workers=(
+            NodeSpec(name="worker", count=1),
+            NodeSpec(name="patched", image=tag, expect_join=False),
+        ),
+    )
+    cluster_python = _python_of(cluster, "head")
+    # The fault: the node's Ray really runs on another patch release of the same minor.
+    assert _python_of(cluster, "patched") == interpreter.version != cluster_python
+    assert interpreter.minor == cluster_python.rsplit(".", 1)[0]
+    unset = cluster.exec("patched", ["printenv", MATCH_LEVEL])
+    assert unset.exit_code != 0, f"the default match level is under test, found {unset.output}"
+    rc, log = _ray_start_ended(cluster, "patched")
+    assert rc != 0, f"ray start on Python {interpreter.version} must fail, exited {rc}"
+    assert "Version mismatch: The cluster was started with" in log, log[-800:]
+    assert f"Python: {cluster_python}" in log and f"Python: {interpreter.version}" in log, log
+    _assert_never_registered(cluster, "patched", cpus=2)
+
+
+@pytest.mark.claim("VER-02")
+def test_python_patch_skew_joins_with_a_warning_at_minor_match_level(
+    ray_cluster_factory: ClusterFactory,
+    patch_image: tuple[str, python_patch.Interpreter],
+) -> None:
+    """With the match level at ``minor`` the same node joins, warns, and runs tasks."""
+    tag, interpreter = patch_image
+    # The boot waits until every expected node, "patched" included, is ALIVE in the GCS.
+    cluster = ray_cluster_factory(
+        workers=(
+            NodeSpec(name="worker", count=1),
+            NodeSpec(name="patched", image=tag, env={MATCH_LEVEL: "minor"}),
+        ),
+    )
+    cluster_python = _python_of(cluster, "head")
+    assert _python_of(cluster, "patched") == interpreter.version != cluster_python
+    assert cluster.exec("patched", ["printenv", MATCH_LEVEL]).output.strip() == "minor"
+    rc, log = _ray_start_ended(cluster, "patched")
+    assert rc == 0, f"ray start at match level minor must succeed, exited {rc}: {log[-800:]}"
+    assert "Python patch version mismatch: The cluster was started with" in log, log[-800:]
+    assert f"Python: {interpreter.version}" in log
+    assert "Version mismatch: The cluster" not in log, "a warning, not the rejection"
+    seen = cluster.run("workloads.version:interpreters", on="patched", timeout=180).result()
+    assert seen["remote"]["python"] == interpreter.version, seen
+    assert seen["driver"]["python"] == cluster_python, seen
 
 
 def other_release_venv(cluster: Cluster, source: str, target: str, path: str) -> str:
