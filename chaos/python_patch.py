@@ -126,8 +126,6 @@ def ensure_image(
             f"than {base}'s {have} (its Ray wheels would not load)",
             hint=f"pass --raychaos-patch-python naming a CPython {'.'.join(have.split('.')[:2])}.x",
         )
-    repo = base.rsplit(":", 1)[0]
-    tag = f"{repo}:{base.rsplit(':', 1)[1].rsplit('-py', 1)[0]}-py{interpreter.version}"
     dockerfile = fixtures_path("python-patch", "Dockerfile").read_bytes()
     base_id = call("inspect base image", lambda: builder.client.images.get(base).id)
     recipe = hashlib.sha256(
@@ -135,6 +133,11 @@ def ensure_image(
             [str(base_id), interpreter.executable, interpreter.version, dockerfile.hex()]
         ).encode()
     ).hexdigest()[:12]
+    # raychaos/ray:2.60.0-py3.11 → raychaos/ray:2.60.0-py3.11.7; a user's image gets its own.
+    release = base.removeprefix("raychaos/ray:").rsplit("-py", 1)[0]
+    if release == base:
+        release = f"custom-{recipe}"
+    tag = f"raychaos/ray:{release}-py{interpreter.version}"
     with builder.locked(tag):
         if builder.current(tag, recipe):
             return tag
