@@ -18,7 +18,7 @@ import secrets
 import tarfile
 import threading
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,6 +44,11 @@ Role = Literal["head", "worker", "driver", "redis"]
 GCS_PORT = 6379
 REDIS_PORT = 6379
 DASHBOARD_PORT = 8265
+#: How often a node whose `ray start` died is restarted before the boot fails.
+START_RETRIES = 2
+#: cgroup CPU weights: a booting node outweighs running ones 8:1 (see ``boot_priority``).
+DEFAULT_CPU_SHARES = 1024
+BOOT_CPU_SHARES = 8192
 #: Fixed per-node agent ports. With port 0 (Ray's default) the raylet waits for the agents'
 #: port files for a hard-coded 15 s and aborts ("Timed out waiting for file
 #: .../metrics_agent_port_<id>") when a loaded machine starts the Python agents slower than
@@ -432,33 +437,66 @@ class Cluster:
         # The probe is a driver and needs a raylet of the same cluster beside it: after a head
         # restart without persistence only the head's raylet belongs to the new cluster.
         host = self.head if self.head in expected else self.driver
-        probe = self.stream(host.name, argv, source=source, bound_s=timeout)
-        retried: set[str] = set()
-        while True:
-            # Read "ended" before the events: the stream records every line before it ends,
-            # so an ended probe's "ready" is already in the history.
-            ended = not probe.running
-            ready = self.history.events("ready", source=source)
-            if ready:
-                by_ip = ready[-1].get("nodes", {})
-                for node in expected:
-                    node.set_node_id(by_ip[node.ip])
-                return
-            failed = self._failed_nodes(expected)
-            if failed and not set(failed) & retried:
-                # A `ray start` that fails while the machine is overloaded (Ray gives a raylet
-                # 30 s to register) gets one more chance; the history says so.
-                for name, why in failed.items():
-                    self.history.record("harness", "node_start_retried", node=name, why=why)
-                    self.restart_container(name)
-                retried |= set(failed)
-                continue
-            if failed or ended or time.monotonic() > deadline:
-                probe.stop()
-                raise self._boot_error(expected, failed, timeout, probe, source)
-            self.history.await_event(
-                lambda e: e.source == source and e.kind in {"ready", "exec_ended"}, timeout=1.0
-            )
+        retries: dict[str, int] = {}
+        with self.boot_priority(expected):
+            probe = self.stream(host.name, argv, source=source, bound_s=timeout)
+            while True:
+                # Read "ended" before the events: the stream records every line before it
+                # ends, so an ended probe's "ready" is already in the history.
+                ended = not probe.running
+                ready = self.history.events("ready", source=source)
+                if ready:
+                    by_ip = ready[-1].get("nodes", {})
+                    for node in expected:
+                        node.set_node_id(by_ip[node.ip])
+                    return
+                failed = self._failed_nodes(expected)
+                if failed and all(retries.get(n, 0) < START_RETRIES for n in failed):
+                    # A `ray start` that dies while the machine is overloaded (its raylet
+                    # aborts when the dashboard agent misses a 15 s port-file wait) gets
+                    # another chance; the history says so.
+                    for name, why in failed.items():
+                        retries[name] = retries.get(name, 0) + 1
+                        self.history.record(
+                            "harness",
+                            "node_start_retried",
+                            node=name,
+                            why=why,
+                            attempt=retries[name],
+                        )
+                        self.restart_container(name)
+                    if host.name in failed:  # the restart killed the probe too
+                        probe.stop()
+                        remaining = max(1.0, deadline - time.monotonic())
+                        probe = self.stream(host.name, argv, source=source, bound_s=remaining)
+                    continue
+                if failed or ended or time.monotonic() > deadline:
+                    probe.stop()
+                    raise self._boot_error(expected, failed, timeout, probe, source)
+                self.history.await_event(
+                    lambda e: e.source == source and e.kind in {"ready", "exec_ended"}, timeout=1.0
+                )
+
+    @contextlib.contextmanager
+    def boot_priority(self, nodes: Iterable[Node]) -> Iterator[None]:
+        """Give booting nodes a larger CPU share than running ones for the duration.
+
+        A starting raylet aborts when its dashboard agent has not written its port file within
+        a hard-coded 15 s; on a small machine running other experiments, the weight is what
+        lets the agent's imports finish in time. Only matters under contention.
+        """
+        nodes = list(nodes)
+        self._set_cpu_shares(nodes, BOOT_CPU_SHARES)
+        try:
+            yield
+        finally:
+            self._set_cpu_shares(nodes, DEFAULT_CPU_SHARES)
+
+    def _set_cpu_shares(self, nodes: Iterable[Node], shares: int) -> None:
+        for node in nodes:
+            # A node that is gone or being removed needs no share; never fail a boot for it.
+            with contextlib.suppress(Exception):
+                node.container.update(cpu_shares=shares)
 
     def _failed_nodes(self, nodes: Iterable[Node]) -> dict[str, str]:
         failed: dict[str, str] = {}

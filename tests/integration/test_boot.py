@@ -13,7 +13,7 @@ import docker
 import pytest
 from tenacity import Retrying, stop_after_delay, wait_fixed
 
-from chaos.cluster import Cluster
+from chaos.cluster import DEFAULT_CPU_SHARES, START_RETRIES, Cluster
 from chaos.errors import ClusterBootTimeout, WorkloadError
 from chaos.images import ImageBuilder
 from chaos.labels import RunIdentity
@@ -48,6 +48,8 @@ def test_three_pinned_tasks_run_on_three_distinct_nodes(ray_cluster: Cluster) ->
     assert host_config["ShmSize"] >= 100 * 1024**2
     assert host_config["PortBindings"] in (None, {})
     assert host_config["Init"] is True
+    # The boot's CPU weight (boot_priority) is given back once the nodes are ALIVE.
+    assert host_config["CpuShares"] == DEFAULT_CPU_SHARES
 
 
 def test_pid_1_is_not_ray_start_so_a_raylet_can_die_alone(ray_cluster: Cluster) -> None:
@@ -81,6 +83,8 @@ def test_a_node_that_cannot_start_fails_the_boot_fast_with_its_log(
     )
     print(text)
     assert "worker (" in text and "ray start exited with 2" in text
+    retried = cluster.history.events("node_start_retried")
+    assert [e.get("attempt") for e in retried] == list(range(1, START_RETRIES + 1)), retried
     assert "no-such-flag" in text, "the failed node's last log lines are in the error"
     assert "--- ray status ---" in text
     assert ours(docker_client, raychaos_identity.run_id) == [] or all(
