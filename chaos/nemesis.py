@@ -194,14 +194,19 @@ class Nemesis:
 
             poll(exited, VERIFY_TIMEOUT_S)
 
-        return self._strike(
-            "kill_node",
-            name,
-            lambda: node.container.kill("SIGKILL"),
-            verify,
-            permanent=True,
-            node_id=node.node_id,
-        )
+        def inject() -> None:
+            import docker.errors
+
+            # Processes first, inside the still-networked container, then the container: the
+            # kernel closes their sockets while the veth is up, so peers get the FIN/RST a
+            # crashed process's kernel sends. A bare `docker kill` races network teardown under
+            # load (CI: a driver's NodeDiedError came 13 s after DEAD instead of at once).
+            with contextlib.suppress(Exception):  # paused or already gone: the kill below does it
+                node.container.exec_run(["kill", "-9", "-1"])
+            with contextlib.suppress(docker.errors.APIError):  # already exited by itself
+                node.container.kill("SIGKILL")
+
+        return self._strike("kill_node", name, inject, verify, permanent=True, node_id=node.node_id)
 
     def kill_head(self) -> Fault:
         return self.kill_node(self.cluster.head.name)
