@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from knobs import FAST_HEALTH_CHECKS
+from knobs import AFTER_DEATH_S, FAST_HEALTH_CHECKS
 from strikes import (
     actor_states,
     at_least,
@@ -36,9 +36,6 @@ TRANSIENT = {"GetTimeoutError", "ActorUnavailableError"}
 #: once (< 0.3 s). Bound: the strike's own `docker exec kill` (~1 s on this loaded host)
 #: plus the caller's 0.2 s ping period, with room to spare — well under any node-death band.
 PROCESS_DEATH_S = 5.0
-#: After the node is DEAD: restart the actor elsewhere (start a worker, run __init__) or
-#: re-run its method. Observed ~0.5-1.4 s unloaded; the host is a loaded 2-core machine.
-AFTER_DEATH_S = 15.0
 
 
 def final_error(version: str) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from knobs import FAST_HEALTH_CHECKS
+from knobs import AFTER_DEATH_S, FAST_HEALTH_CHECKS
 from strikes import at_least, attempts, await_dead, dead_in_band, since, strike_on
 
 from chaos.experiment import Experiment
@@ -20,9 +20,6 @@ from chaos.settings import Settings
 MB = 1024 * 1024
 WORKERS_2 = [{"name": "worker", "count": 2, "num_cpus": 1}]
 WORKERS_3 = [{"name": "worker", "count": 3, "num_cpus": 1}]
-#: After the node is DEAD: re-run a producer (start a worker, make 4 MiB) and/or read.
-#: Observed 1-3.5 s past "marked dead" unloaded; the host is a loaded 2-core machine.
-AFTER_DEATH_S = 15.0
 #: ``lineage_reconstruction(losses>1)`` waits this long after the last loss before reading.
 EAGER_WAIT_S = 10.0
 #: The owner's death is seen by RPC failure, not by health checks. Ray documents no window;

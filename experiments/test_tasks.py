@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from knobs import FAST_HEALTH_CHECKS
+from knobs import AFTER_DEATH_S, FAST_HEALTH_CHECKS
 from strikes import at_least, attempts, await_dead, dead_in_band, since, strike_on
 
 from chaos.experiment import Experiment
@@ -21,10 +21,8 @@ WORKERS_3 = [{"name": "worker", "count": 3, "num_cpus": 1}]
 CRASHED = ["FAILED", "WORKER_DIED"]
 RAISED = ["FAILED", "TASK_EXECUTION_EXCEPTION"]
 #: TASK-05's retry waits for the GCS to mark the node DEAD (a soft affinity falls back only
-#: for dead nodes), then starts a worker elsewhere. Observed 0.5-1.3 s after "marked dead",
-#: but once 21.3 s after the kill (notes/node-level-findings.md, TASK-05): allow 20 s past
-#: the band so that outlier passes, and record the value.
-FAILOVER_SLACK_S = 20.0
+#: for dead nodes), then starts a worker elsewhere: the slack past the band is knobs.AFTER_DEATH_S.
+FAILOVER_SLACK_S = AFTER_DEATH_S
 
 
 def crash(experiment: Experiment, env: dict[str, str] | None = None, **kwargs: Any) -> Any:
