@@ -9,6 +9,7 @@ interpreter is another Python patch release joins with and without
 from __future__ import annotations
 
 import datetime as dt
+from typing import Any
 
 import pytest
 
@@ -104,6 +105,29 @@ def _python_of(cluster: Cluster, node: str) -> str:
     return cluster.exec(node, argv).output.strip()
 
 
+def _patched_cluster(
+    factory: ClusterFactory,
+    patch_image: tuple[str, python_patch.Interpreter],
+    **patched: Any,
+) -> tuple[Cluster, str]:
+    """Head + worker on the image's Python, node "patched" on the other patch release.
+
+    Proves the fault before anything is judged: the node's Ray really runs on another patch
+    release of the same minor. Returns the cluster and the head's Python version.
+    """
+    tag, interpreter = patch_image
+    cluster = factory(
+        workers=(
+            NodeSpec(name="worker", count=1),
+            NodeSpec(name="patched", image=tag, **patched),
+        ),
+    )
+    cluster_python = _python_of(cluster, "head")
+    assert _python_of(cluster, "patched") == interpreter.version != cluster_python
+    assert interpreter.minor == cluster_python.rsplit(".", 1)[0]
+    return cluster, cluster_python
+
+
 @pytest.mark.claim("VER-01", "PEND-03")
 def test_worker_of_another_release_is_rejected_and_never_registers(
     skewed: tuple[Cluster, str],
@@ -124,17 +148,8 @@ def test_python_patch_skew_is_rejected_by_default(
     patch_image: tuple[str, python_patch.Interpreter],
 ) -> None:
     """A worker on another Python patch release is rejected like a Ray release mismatch."""
-    tag, interpreter = patch_image
-    cluster = ray_cluster_factory(
-        workers=(
-            NodeSpec(name="worker", count=1),
-            NodeSpec(name="patched", image=tag, expect_join=False),
-        ),
-    )
-    cluster_python = _python_of(cluster, "head")
-    # The fault: the node's Ray really runs on another patch release of the same minor.
-    assert _python_of(cluster, "patched") == interpreter.version != cluster_python
-    assert interpreter.minor == cluster_python.rsplit(".", 1)[0]
+    _, interpreter = patch_image
+    cluster, cluster_python = _patched_cluster(ray_cluster_factory, patch_image, expect_join=False)
     unset = cluster.exec("patched", ["printenv", MATCH_LEVEL])
     assert unset.exit_code != 0, f"the default match level is under test, found {unset.output}"
     rc, log = _ray_start_ended(cluster, "patched")
@@ -150,16 +165,11 @@ def test_python_patch_skew_joins_with_a_warning_at_minor_match_level(
     patch_image: tuple[str, python_patch.Interpreter],
 ) -> None:
     """With the match level at ``minor`` the same node joins, warns, and runs tasks."""
-    tag, interpreter = patch_image
+    _, interpreter = patch_image
     # The boot waits until every expected node, "patched" included, is ALIVE in the GCS.
-    cluster = ray_cluster_factory(
-        workers=(
-            NodeSpec(name="worker", count=1),
-            NodeSpec(name="patched", image=tag, env={MATCH_LEVEL: "minor"}),
-        ),
+    cluster, cluster_python = _patched_cluster(
+        ray_cluster_factory, patch_image, env={MATCH_LEVEL: "minor"}
     )
-    cluster_python = _python_of(cluster, "head")
-    assert _python_of(cluster, "patched") == interpreter.version != cluster_python
     assert cluster.exec("patched", ["printenv", MATCH_LEVEL]).output.strip() == "minor"
     rc, log = _ray_start_ended(cluster, "patched")
     assert rc == 0, f"ray start at match level minor must succeed, exited {rc}: {log[-800:]}"
