@@ -49,10 +49,11 @@ START_RETRIES = 2
 #: cgroup CPU weights: a booting node outweighs running ones 8:1 (see ``boot_priority``).
 DEFAULT_CPU_SHARES = 1024
 BOOT_CPU_SHARES = 8192
-#: Fixed per-node agent ports. With port 0 (Ray's default) the raylet waits for the agents'
-#: port files for a hard-coded 15 s and aborts ("Timed out waiting for file
-#: .../metrics_agent_port_<id>") when a loaded machine starts the Python agents slower than
-#: that; a given port skips the wait. Each node has its own network namespace: no clashes.
+#: Fixed per-node agent ports. With port 0 (Ray's default) the raylet waits a hard-coded 15 s
+#: for each agent's port file and aborts when a loaded machine starts the agents slower; a
+#: port passed to the raylet (metrics agent, metrics export, runtime env) skips its wait. The
+#: listen port is never passed to the raylet, so that wait stays (see chaos.boot_slots). Each
+#: node has its own network namespace: no clashes.
 AGENT_PORTS = {
     "--metrics-export-port": 8080,
     "--dashboard-agent-grpc-port": 8081,

@@ -173,7 +173,7 @@ def _context_tar(out: IO[bytes], dockerfile: bytes, interp: Interpreter) -> None
         )
     executable = Path(interp.executable)
     libpython = sorted(Path(interp.libdir).glob(f"{interp.ldlibrary}*")) if interp.ldlibrary else []
-    members = [executable, executable.resolve(), *libpython]
+    members = list(dict.fromkeys([executable, executable.resolve(), *libpython]))
 
     def keep(info: tarfile.TarInfo) -> tarfile.TarInfo | None:
         parts = PurePosixPath(info.name).parts
