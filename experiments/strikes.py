@@ -9,8 +9,10 @@ measure the windows against the health-check band of the knobs in effect.
 
 from __future__ import annotations
 
+import shlex
 from typing import Any
 
+from chaos.cluster import RAY_LOGS, Cluster
 from chaos.experiment import Experiment
 from chaos.history import Event
 from chaos.measure import first
@@ -106,6 +108,21 @@ def since(fault: Fault, t: float | None) -> float:
     """Seconds from the strike to the wall-clock time ``t`` a workload reported."""
     assert t is not None, "the workload did not report the time"
     return round(float(t) - fault.injected_at, 2)
+
+
+def logged_at(cluster: Cluster, node: str, needle: str, log: str = "raylet.out") -> float:
+    """Wall-clock time of the first line of ``log`` on ``node`` that contains ``needle``.
+
+    Ray stamps its C++ log lines in the container's local time (``[2026-12-02 17:23:51,744 I
+    …``), so the container's own ``date`` converts the stamp.
+    """
+    script = (
+        f"line=$(grep -m1 -h -F -e {shlex.quote(needle)} {RAY_LOGS}/{log}) || exit 3; "
+        'date -d "$(printf %s "$line" | cut -c2-24 | tr , .)" +%s.%N'
+    )
+    out = cluster.exec(node, ["sh", "-c", script], timeout=30)
+    assert out.exit_code == 0, f"{node}:{log} has no {needle!r} line: {out.output[-300:]}"
+    return float(out.output.strip())
 
 
 def attempts(rows: list[dict[str, Any]]) -> list[list[Any]]:

@@ -87,6 +87,23 @@ def pending_demands(status: str) -> list[str]:
     return out
 
 
+def awaited_demands(needle: str, timeout: float = 60.0) -> tuple[list[str], str]:
+    """``ray status``'s Pending Demands, polled (bounded) until a line contains ``needle``.
+
+    A demand reaches ``ray status`` through the raylets' periodic resource reports, and the CLI
+    itself starts slowly on a loaded host: one snapshot taken right after the work became
+    pending can still be empty (CI: OOM-02). Returns the last lines and output seen either way,
+    so the experiment, not this helper, judges them.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        status = ray_status()
+        lines = pending_demands(status)
+        if any(needle in line for line in lines) or time.monotonic() > deadline:
+            return lines, status
+        time.sleep(1.0)
+
+
 def available_cpu() -> tuple[float, float]:
     return ray.available_resources().get("CPU", 0.0), ray.cluster_resources().get("CPU", 0.0)
 
@@ -269,7 +286,7 @@ def only_head_resource(
         ready += more
     first = [name_of(ray.get(r)) for r in ready]
     states = actor_states("Claimer")
-    status = ray_status()
+    demands, status = awaited_demands(f"{{'{next(iter(res))}': 1.0}}")
     emit("first_wave", ready=len(ready), pending=len(not_ready))
     # Free the one(s) placed; the next must land on the head too.
     for a, r in zip(actors, refs, strict=True):
@@ -289,7 +306,7 @@ def only_head_resource(
         "pending_count": len(not_ready),
         "actor_states": sorted(s["state"] for s in states),
         "second_wave_nodes": second,
-        "pending_demands": pending_demands(status),
+        "pending_demands": demands,
         "ray_status": status,
     }
 

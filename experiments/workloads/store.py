@@ -22,13 +22,12 @@ from raychaos_agent import emit, knobs, node_id, pin
 
 from workloads.scheduling import (
     actor_states,
+    awaited_demands,
     connect,
     counts_by_name,
     describe_error,
     name_of,
     names_by_node_id,
-    pending_demands,
-    ray_status,
     task_states,
 )
 
@@ -329,7 +328,7 @@ def logical_memory(
         "pending": len(pend),
         "expected_fit": fit,
         "states": sorted(s["state"] for s in actor_states("Plain") if s["state"] != "DEAD"),
-        "pending_demands": pending_demands(ray_status()),
+        "pending_demands": awaited_demands(f"'memory': {float(declared_mb * MiB)}")[0],
     }
     for a in declared:
         ray.kill(a)

@@ -17,11 +17,10 @@ from raychaos_agent import emit, node_ip, nodes, wait_signal
 
 from workloads.scheduling import (
     actor_states,
+    awaited_demands,
     connect,
     describe_error,
     name_of,
-    pending_demands,
-    ray_status,
     task_states,
     wait_cpu_free,
 )
@@ -198,7 +197,7 @@ def pg_reservation(
         "cpu_available_with_pg": ray.available_resources().get("CPU", 0),
         "outside_ran_while_pg": bool(ready),
         "outside_states": [s["state"] for s in task_states("sleeper")],
-        "pending_demands": pending_demands(ray_status()),
+        "pending_demands": awaited_demands("{'CPU': 1.0}")[0],
     }
     emit("pg_blocking", **{k: out[k] for k in ("outside_ran_while_pg", "outside_states")})
     t0 = time.time()
@@ -372,7 +371,7 @@ def jobs_api(n_tasks: int = 6, seconds: float = 3.0, pending_s: float = 20.0) ->
         "status_after_s": pending_s,
         "status": str(info.status),
         "message": (info.message or "")[:400],
-        "pending_demands": pending_demands(ray_status()),
+        "pending_demands": awaited_demands("nobody_has_this")[0],
     }
     client.stop_job(job)
     # The runbook's quota parameter.
