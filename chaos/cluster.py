@@ -834,7 +834,7 @@ class Cluster:
         found = {n.container.id: n.container for n in self.nodes.values()}
         with contextlib.suppress(Exception):  # removal of the ones we hold goes ahead anyway
             for container in self.client.containers.list(
-                all=True, filters={"label": f"{labels.CLUSTER}={self.key}"}
+                all=True, ignore_removed=True, filters={"label": f"{labels.CLUSTER}={self.key}"}
             ):
                 found.setdefault(container.id, container)
         return list(found.values())

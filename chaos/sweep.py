@@ -7,18 +7,15 @@ clusters (``--raychaos-keep``) survive sweeps until ``raychaos sweep --all``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING
 
 from chaos import labels
 from chaos.images import default_cache_dir
 
 if TYPE_CHECKING:
     import docker
-
-T = TypeVar("T")
 
 
 def kept_dir() -> Path:
@@ -57,31 +54,20 @@ def _dead(obj_labels: dict[str, str], everything: bool, kept: set[str]) -> bool:
     return alive is False
 
 
-def _listed(list_fn: Callable[[], list[T]]) -> list[T]:
-    """docker-py inspects each listed object: one removed meanwhile raises NotFound. Retry."""
-    import docker.errors
-
-    for _ in range(5):
-        try:
-            return list_fn()
-        except docker.errors.NotFound:
-            continue
-    return list_fn()
-
-
 def sweep(client: docker.DockerClient, *, everything: bool = False) -> SweepReport:
     """Remove containers, then networks, then volumes of dead runs (``everything``: all ours)."""
     report = SweepReport()
     kept = {p.name for p in kept_dir().glob("*")} if kept_dir().is_dir() else set()
     selector: dict[str, str | list[str] | bool] = {"label": labels.RUN}
-    for container in _listed(lambda: client.containers.list(all=True, filters=selector)):
+    # ignore_removed: docker-py inspects each listed container; a parallel run may remove one.
+    for container in client.containers.list(all=True, ignore_removed=True, filters=selector):
         if _dead(container.labels, everything, kept):
             try:
                 container.remove(force=True, v=True)
                 report.removed.append(f"container {container.name}")
             except Exception as exc:  # noqa: BLE001 - sweep the rest regardless
                 report.failed.append(f"container {container.name} ({exc})")
-    for network in _listed(lambda: client.networks.list(filters=selector)):
+    for network in client.networks.list(filters=selector):
         if _dead(network.attrs.get("Labels") or {}, everything, kept):
             try:
                 network.remove()

@@ -25,7 +25,10 @@ ROOT = Path(__file__).resolve().parents[2]
 def ours(client: docker.DockerClient, run_id: str) -> list[str]:
     selector: dict[str, str | list[str] | bool] = {"label": f"raychaos.run={run_id}"}
     return (
-        [f"container {c.name}" for c in client.containers.list(all=True, filters=selector)]
+        [
+            f"container {c.name}"
+            for c in client.containers.list(all=True, ignore_removed=True, filters=selector)
+        ]
         + [f"network {n.name}" for n in client.networks.list(filters=selector)]
         + [f"volume {v.name}" for v in client.volumes.list(filters=selector)]
     )
@@ -162,13 +165,18 @@ def test_a_sigkilled_run_is_swept_by_the_next(
     finally:
         proc.send_signal(signal.SIGKILL)
         proc.wait(30)
-    left = docker_client.containers.list(all=True, filters={"label": f"raychaos.cluster={key}"})
+    left = docker_client.containers.list(
+        all=True, ignore_removed=True, filters={"label": f"raychaos.cluster={key}"}
+    )
     assert left, "SIGKILL skips teardown, so the cluster is still there"
     pytester.makepyfile(test_ok="def test_ok(): pass")
     result = pytester.runpytest_subprocess("test_ok.py")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["raychaos: sweep removed * leftover object(s)*"])
     assert (
-        docker_client.containers.list(all=True, filters={"label": f"raychaos.cluster={key}"}) == []
+        docker_client.containers.list(
+            all=True, ignore_removed=True, filters={"label": f"raychaos.cluster={key}"}
+        )
+        == []
     )
     assert docker_client.networks.list(filters={"label": f"raychaos.cluster={key}"}) == []

@@ -163,7 +163,9 @@ def test_a_fault_left_active_by_a_failing_test_is_healed(
 
         key = container.labels["raychaos.cluster"]
         selector: dict[str, str | list[str] | bool] = {"label": f"raychaos.cluster={key}"}
-        for leftover in docker_client.containers.list(all=True, filters=selector):
+        for leftover in docker_client.containers.list(
+            all=True, ignore_removed=True, filters=selector
+        ):
             leftover.remove(force=True, v=True)
         for network in docker_client.networks.list(filters=selector):
             network.remove()
