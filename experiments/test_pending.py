@@ -107,7 +107,11 @@ def test_pending_requests_wait_and_app_errors_do_not(experiment: Experiment) -> 
         ({"resources": {"nobody": 1}}, "actor", "PENDING_CREATION", "'nobody': 1.0"),
     ):
         inf = run(
-            "workloads.pending:infeasible", request=request, kind=kind, wait_s=PENDING_S
+            "workloads.pending:infeasible",
+            request=request,
+            kind=kind,
+            wait_s=PENDING_S,
+            demand=needle,
         ).result()
         attach(f"PEND-01 {request} ray status", inf["ray_status"])
         assert not inf["ready_after_wait"], inf

@@ -95,7 +95,7 @@ def test_spread_hybrid_head_only_resource_and_affinity(experiment: Experiment) -
     record(experiment, "SCHED-04 special tasks", serial)
     assert serial["counts"] == {"head": 4, "worker-1": 0, "worker-2": 0}, serial
     assert serial["seconds"] >= serial["serial_bound_s"], "one unit: the tasks run one at a time"
-    assert "PENDING_NODE_ASSIGNMENT" in serial["states_at_1s"], serial
+    assert "PENDING_NODE_ASSIGNMENT" in serial["states_while_serial"], serial
 
     # SCHED-05: NodeAffinity to a node id that does not exist, then to a killed node.
     fake = cluster.run("workloads.scheduling:affinity_to_dead", use_fake_id=True).result()

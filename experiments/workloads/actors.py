@@ -120,7 +120,13 @@ class _StateWatcher:
                     )
             self._stop.wait(self.period)
 
-    def stop(self) -> list[dict[str, Any]]:
+    def stop(self, after: str | None = None, wait_s: float = 30.0) -> list[dict[str, Any]]:
+        """Stop sampling; with ``after``, first wait (bounded) until that state was recorded."""
+        deadline = time.monotonic() + wait_s
+        while after and time.monotonic() < deadline:
+            if self.transitions and self.transitions[-1]["state"] == after:
+                break
+            time.sleep(self.period)
         self._stop.set()
         self._thread.join(5)
         return self.transitions
@@ -257,14 +263,15 @@ def actor_restarts(
             rounds.append(info)
             break
         rounds.append(info)
-    time.sleep(2)  # let the State API catch up (it lags about a second)
-    transitions = watcher.stop()
+    # The State API lags the GCS (several seconds on a loaded host): wait for the final DEAD.
+    dead = not rounds[-1]["restarted"]
+    final = _final_actor_row(actor_id, wait_s=30) if dead else _actor_rows(actor_id)
     return {
         "actor_id": actor_id,
         "max_restarts": max_restarts,
         "rounds": rounds,
-        "state_transitions": transitions,
-        "state_api": _actor_rows(actor_id),
+        "state_transitions": watcher.stop(after="DEAD" if dead else None),
+        "state_api": final,
     }
 
 

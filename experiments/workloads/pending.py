@@ -15,6 +15,7 @@ from raychaos_agent import emit, node_ip, nodes
 
 from workloads.scheduling import (
     actor_states,
+    awaited_demands,
     connect,
     counts_by_name,
     describe_error,
@@ -54,8 +55,11 @@ def infeasible(
     kind: str = "task",
     wait_s: float = 10.0,
     join_wait_s: float = 0.0,
+    demand: str = "",
 ) -> dict[str, Any]:
     """PEND-01: submit one task/actor whose ``request`` no node satisfies.
+
+    ``demand``: the Pending Demands text to wait for (bounded) in ``ray status``.
 
     After ``wait_s`` it must still be pending (ray.wait), with its State API state and the
     ``ray status`` demand lines recorded. Emits ``pending_confirmed``; if ``join_wait_s`` > 0 it
@@ -72,14 +76,14 @@ def infeasible(
         ref = wants.options(**opts).remote()
     ready, _ = ray.wait([ref], timeout=wait_s)
     states = actor_states("Wanter") if kind == "actor" else task_states("wants")
-    status = ray_status()
+    demands, status = awaited_demands(demand) if demand else ([], ray_status())
     out: dict[str, Any] = {
         "options": opts,
         "kind": kind,
         "ready_after_wait": bool(ready),
         "wait_s": wait_s,
         "states": [s["state"] for s in states],
-        "pending_demands": pending_demands(status),
+        "pending_demands": demands or pending_demands(status),
         "ray_status": status,
     }
     emit("pending_confirmed", ready=bool(ready), states=out["states"])
@@ -126,14 +130,21 @@ def strict_pg(
     rows = list_placement_groups(
         filters=[("placement_group_id", "=", pg.id.hex())], raise_on_missing_output=False
     )
-    status = ray_status()
+    demands, status = awaited_demands(f"({strategy}): 1+ pending placement groups")
     during = dict(ray.available_resources())
     emit("pg_pending", ready=bool(ready), state=table.get("state"))
     remove_placement_group(pg)
-    time.sleep(2)
-    after_table = placement_group_table(pg)
-    after = dict(ray.available_resources())
-    pg_resources_left = sorted(k for k in after if "_group_" in k)
+    # Removal is asynchronous: wait (bounded) until the GCS says REMOVED and the resource
+    # view carries no ``_group_`` resources.
+    deadline = time.monotonic() + 30
+    while True:
+        after_table = placement_group_table(pg)
+        after = dict(ray.available_resources())
+        pg_resources_left = sorted(k for k in after if "_group_" in k)
+        done = after_table.get("state") == "REMOVED" and not pg_resources_left
+        if done or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
     return {
         "strategy": strategy,
         "bundles": bundles,
@@ -141,7 +152,7 @@ def strict_pg(
         "ready_after_wait": bool(ready),
         "state": table.get("state"),
         "state_api": [r.state for r in rows],
-        "pending_demands": pending_demands(status),
+        "pending_demands": demands,
         "cpu_before": before.get("CPU"),
         "cpu_during": during.get("CPU"),
         "cpu_after": after.get("CPU"),
@@ -273,8 +284,13 @@ def app_errors(
     except Exception as exc:  # noqa: BLE001 - outcome under test
         out["broken_init"] = {"ok": False, "error": describe_error(exc)}
     out["broken_init"]["seconds"] = round(time.time() - t0, 2)
-    time.sleep(1.5)
-    out["broken_init"]["state_api"] = actor_states("BrokenInit")
+    deadline = time.monotonic() + 30  # the State API lags the GCS
+    while True:
+        rows = actor_states("BrokenInit")
+        if [r["state"] for r in rows] == ["DEAD"] or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    out["broken_init"]["state_api"] = rows
     try:  # a second call: still the same error, not pending
         ray.get(actor.ping.remote(), timeout=30)
     except Exception as exc:  # noqa: BLE001

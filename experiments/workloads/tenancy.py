@@ -117,11 +117,17 @@ def after_driver_exit(namespace: str = "t2", wait_s: float = 30.0) -> dict[str, 
             break
         time.sleep(0.5)
     plain_dead_after = round(time.time() - t0, 2)
-    time.sleep(1)
-    avail, total = (
-        ray.available_resources().get("CPU", 0.0),
-        ray.cluster_resources().get("CPU", 0.0),
-    )
+    # The dead actor's CPU comes back with the next resource report: wait (bounded) for at
+    # least that much, so a detached actor that also let go shows as all CPU free.
+    deadline = time.monotonic() + wait_s
+    while True:
+        avail, total = (
+            ray.available_resources().get("CPU", 0.0),
+            ray.cluster_resources().get("CPU", 0.0),
+        )
+        if avail >= total - 1 or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
     try:
         keeper = ray.get_actor("keeper")
         keeper_alive = name_of(ray.get(keeper.node.remote(), timeout=30))
