@@ -79,7 +79,7 @@ def test_runbook_advice_is_rejected_or_changes_nothing(experiment: Experiment) -
     assert scan["hits"] == [], f"{KNOB} appears in Ray: {scan['hits']}"
     # ... and placement with it set is SCHED-02's.
     series = cluster.run(
-        "workloads.scheduling:place_series", ns=sorted(HYBRID), strategy="DEFAULT"
+        "workloads.scheduling:place_series", ns=sorted(HYBRID), strategy="DEFAULT", one_by_one=True
     ).result()
     record(experiment, "ADVICE-04 DEFAULT actors per node", {r["n"]: r["counts"] for r in series})
     for r in series:

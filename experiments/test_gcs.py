@@ -36,8 +36,11 @@ def raylets(experiment: Experiment, node: str) -> list[int]:
 
 
 @pytest.mark.claim("GCS-02", "GCS-03")
-# The default 60 s reconnect timeout: the outage checks must finish well inside it.
-@pytest.mark.ray_env(FAST_HEALTH_CHECKS)
+# Ray's defaults: the 60 s reconnect timeout (the outage checks finish well inside it) and the
+# default health checks, because the restarted GCS health-checks every raylet at once and a
+# raylet starved for 3 s on a loaded host failed the 1 s × 3 checks (INV-02 at teardown, not
+# a GCS-03 outcome). No claim here times death detection.
+@pytest.mark.ray_env({})
 @pytest.mark.parametrize(
     "backend",
     ["redis", pytest.param("rocksdb", marks=pytest.mark.claim("GCS-06"))],
