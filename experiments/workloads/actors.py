@@ -19,7 +19,7 @@ import time
 from typing import Any
 
 import ray
-from raychaos_agent import emit, node_id, node_id_of, pin
+from raychaos_agent import emit, node_id, node_id_of, pin, until
 
 from workloads.tasks import _jsonable, connect, describe, name_of
 
@@ -134,12 +134,9 @@ class _StateWatcher:
 
 def _final_actor_row(actor_id: str, wait_s: float = 15) -> dict[str, Any] | None:
     """Poll the State API until the actor is DEAD (it lags about a second)."""
-    deadline = time.monotonic() + wait_s
-    row = _actor_rows(actor_id)
-    while time.monotonic() < deadline and not (row and row.get("state") == "DEAD"):
-        time.sleep(0.5)
-        row = _actor_rows(actor_id)
-    return row
+    return until(
+        lambda: _actor_rows(actor_id), lambda row: (row or {}).get("state") == "DEAD", wait_s
+    )
 
 
 def _probe_until(actor: Any, want: str, wait_s: float, call_timeout: float = 5) -> dict[str, Any]:

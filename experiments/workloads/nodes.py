@@ -97,7 +97,7 @@ def node_death(
     for t in threads:
         t.join(wait_s)
     out.update(box)
-    out["state_api_node"] = state_node(nid, until="DEAD")
+    out["state_api_node"] = state_node(nid, want="DEAD")
     if busy:
         out["task_attempts"] = task_attempts(key, wait_s=5)
         out["actor_state_api"] = _final_actor_row(actor_id) if actor_id else None
@@ -151,8 +151,8 @@ def node_rejoins(
         for n in rows
     ]
     out["old_record"] = node_record(old)
-    out["state_api_old"] = state_node(old, until="DEAD")
-    out["state_api_new"] = state_node(new, until="ALIVE") if new else None
+    out["state_api_old"] = state_node(old, want="DEAD")
+    out["state_api_new"] = state_node(new, want="ALIVE") if new else None
     if new:
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 

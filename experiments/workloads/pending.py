@@ -11,7 +11,7 @@ import time
 from typing import Any
 
 import ray
-from raychaos_agent import emit, node_ip, nodes
+from raychaos_agent import emit, node_ip, nodes, until
 
 from workloads.scheduling import (
     actor_states,
@@ -103,6 +103,11 @@ def infeasible(
     return out
 
 
+def _group_resources(resources: dict[str, float]) -> list[str]:
+    """Placement-group resources (``CPU_group_<id>`` …) left in a resource view."""
+    return sorted(k for k in resources if "_group_" in k)
+
+
 def strict_pg(
     strategy: str = "STRICT_SPREAD",
     bundles: list[dict[str, float]] | None = None,
@@ -136,15 +141,12 @@ def strict_pg(
     remove_placement_group(pg)
     # Removal is asynchronous: wait (bounded) until the GCS says REMOVED and the resource
     # view carries no ``_group_`` resources.
-    deadline = time.monotonic() + 30
-    while True:
-        after_table = placement_group_table(pg)
-        after = dict(ray.available_resources())
-        pg_resources_left = sorted(k for k in after if "_group_" in k)
-        done = after_table.get("state") == "REMOVED" and not pg_resources_left
-        if done or time.monotonic() > deadline:
-            break
-        time.sleep(0.5)
+    after_table, after = until(
+        lambda: (placement_group_table(pg), dict(ray.available_resources())),
+        lambda seen: seen[0].get("state") == "REMOVED" and not _group_resources(seen[1]),
+        30,
+    )
+    pg_resources_left = _group_resources(after)
     return {
         "strategy": strategy,
         "bundles": bundles,
@@ -284,13 +286,9 @@ def app_errors(
     except Exception as exc:  # noqa: BLE001 - outcome under test
         out["broken_init"] = {"ok": False, "error": describe_error(exc)}
     out["broken_init"]["seconds"] = round(time.time() - t0, 2)
-    deadline = time.monotonic() + 30  # the State API lags the GCS
-    while True:
-        rows = actor_states("BrokenInit")
-        if [r["state"] for r in rows] == ["DEAD"] or time.monotonic() > deadline:
-            break
-        time.sleep(0.5)
-    out["broken_init"]["state_api"] = rows
+    out["broken_init"]["state_api"] = until(  # the State API lags the GCS
+        lambda: actor_states("BrokenInit"), lambda rows: [r["state"] for r in rows] == ["DEAD"], 30
+    )
     try:  # a second call: still the same error, not pending
         ray.get(actor.ping.remote(), timeout=30)
     except Exception as exc:  # noqa: BLE001

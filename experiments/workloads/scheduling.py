@@ -15,7 +15,7 @@ from collections import Counter
 from typing import Any
 
 import ray
-from raychaos_agent import emit, knobs, node_id, nodes
+from raychaos_agent import emit, knobs, node_id, nodes, until
 
 # -- shared helpers -------------------------------------------------------------------------
 
@@ -95,13 +95,10 @@ def awaited_demands(needle: str, timeout: float = 60.0) -> tuple[list[str], str]
     pending can still be empty (CI: OOM-02). Returns the last lines and output seen either way,
     so the experiment, not this helper, judges them.
     """
-    deadline = time.monotonic() + timeout
-    while True:
-        status = ray_status()
-        lines = pending_demands(status)
-        if any(needle in line for line in lines) or time.monotonic() > deadline:
-            return lines, status
-        time.sleep(1.0)
+    status = until(
+        ray_status, lambda s: any(needle in ln for ln in pending_demands(s)), timeout, period=1.0
+    )
+    return pending_demands(status), status
 
 
 def available_cpu() -> tuple[float, float]:
@@ -331,12 +328,11 @@ def tasks_on_head_resource(
     started = time.time()
     refs = [hold_task.options(num_cpus=0, resources={resource: 1}).remote(hold_s) for _ in range(n)]
     # Sample the State API (it lags ~1 s) while the later tasks should wait for the unit.
-    deadline = time.monotonic() + n * hold_s
-    while True:
-        states = sorted(s["state"] for s in task_states("hold_task"))
-        if "PENDING_NODE_ASSIGNMENT" in states or time.monotonic() > deadline:
-            break
-        time.sleep(0.5)
+    states = until(
+        lambda: sorted(s["state"] for s in task_states("hold_task")),
+        lambda states: "PENDING_NODE_ASSIGNMENT" in states,
+        n * hold_s,
+    )
     where = ray.get(refs, timeout=120)
     return {
         "counts": counts_by_name(where),

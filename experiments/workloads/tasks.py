@@ -22,7 +22,7 @@ import uuid
 from typing import Any
 
 import ray
-from raychaos_agent import emit, knobs, node_id, nodes, pin
+from raychaos_agent import emit, knobs, node_id, nodes, pin, until
 
 # --------------------------------------------------------------------------------------------
 # Shared helpers (imported by objects, actors, nodes)
@@ -105,18 +105,17 @@ def wait_node_dead(nid: str, wait_s: float = 120.0) -> dict[str, Any]:
     return {"dead": False, "t_dead_seen": None, "record": node_record(nid)}
 
 
-def state_node(nid: str, until: str | None = None, wait_s: float = 30.0) -> dict[str, Any] | None:
+def state_node(nid: str, want: str | None = None, wait_s: float = 30.0) -> dict[str, Any] | None:
     """The State API view (``list_nodes``) of one node: state, state_message, death info.
 
-    With ``until`` ("DEAD", "ALIVE") it polls, bounded by ``wait_s``, until the row shows that
+    With ``want`` ("DEAD", "ALIVE") it polls, bounded by ``wait_s``, until the row shows that
     state: the State API lags the GCS by a second, several on a loaded host.
     """
-    deadline = time.monotonic() + wait_s
-    while True:
-        row = _state_node_once(nid)
-        if until is None or (row or {}).get("state") == until or time.monotonic() > deadline:
-            return row
-        time.sleep(0.5)
+    return until(
+        lambda: _state_node_once(nid),
+        lambda row: want is None or (row or {}).get("state") == want,
+        wait_s,
+    )
 
 
 def _state_node_once(nid: str) -> dict[str, Any] | None:

@@ -13,7 +13,7 @@ import time
 from typing import Any
 
 import ray
-from raychaos_agent import emit, node_ip, nodes, wait_signal
+from raychaos_agent import emit, node_ip, nodes, until, wait_signal
 
 from workloads.scheduling import (
     actor_states,
@@ -119,15 +119,14 @@ def after_driver_exit(namespace: str = "t2", wait_s: float = 30.0) -> dict[str, 
     plain_dead_after = round(time.time() - t0, 2)
     # The dead actor's CPU comes back with the next resource report: wait (bounded) for at
     # least that much, so a detached actor that also let go shows as all CPU free.
-    deadline = time.monotonic() + wait_s
-    while True:
-        avail, total = (
+    avail, total = until(
+        lambda: (
             ray.available_resources().get("CPU", 0.0),
             ray.cluster_resources().get("CPU", 0.0),
-        )
-        if avail >= total - 1 or time.monotonic() > deadline:
-            break
-        time.sleep(0.5)
+        ),
+        lambda cpu: cpu[0] >= cpu[1] - 1,
+        wait_s,
+    )
     try:
         keeper = ray.get_actor("keeper")
         keeper_alive = name_of(ray.get(keeper.node.remote(), timeout=30))

@@ -14,7 +14,10 @@ import os
 import sys
 import threading
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 #: Lines starting with this are events; everything else a driver prints is output.
 MARK = "@@raychaos "
@@ -25,14 +28,16 @@ def emit(event: str, **fields: Any) -> None:
     """Record ``event`` with ``fields`` (JSON-able) and the current wall-clock time."""
     record = {"t": time.time(), "event": event, **fields}
     line = MARK + json.dumps(record, default=repr, separators=(",", ":"))
+    out = sys.__stdout__ or sys.stdout  # the real stdout, even if a workload redirected it
     with _lock:
-        sys.__stdout__.write(line + "\n")
-        sys.__stdout__.flush()
+        out.write(line + "\n")
+        out.flush()
 
 
 def nodes() -> dict[str, dict[str, str]]:
     """``{node name: {"ip": …, "node_id": …, "role": …}}`` as the host last knew them."""
-    return json.loads(os.environ.get("RAYCHAOS_NODES", "{}"))
+    known: dict[str, dict[str, str]] = json.loads(os.environ.get("RAYCHAOS_NODES", "{}"))
+    return known
 
 
 def node_ip(name: str) -> str:
@@ -43,7 +48,7 @@ def node_id() -> str:
     """The Ray node id of the calling process (driver, task or actor)."""
     import ray
 
-    return ray.get_runtime_context().get_node_id()
+    return str(ray.get_runtime_context().get_node_id())
 
 
 def node_id_of(name: str) -> str:
@@ -54,7 +59,7 @@ def node_id_of(name: str) -> str:
     alive = [n for n in ray.nodes() if n["NodeManagerAddress"] == ip and n["Alive"]]
     if not alive:
         raise LookupError(f"no ALIVE Ray node at {ip} ({name})")
-    return alive[0]["NodeID"]
+    return str(alive[0]["NodeID"])
 
 
 def pin(name: str, soft: bool = False) -> Any:
@@ -84,3 +89,19 @@ def wait_signal(name: str, timeout: float) -> float:
             raise TimeoutError(f"host signal {name!r} not raised within {timeout:.0f} s")
         time.sleep(0.05)  # polling period of a bounded wait
     return time.time()
+
+
+def until(
+    fetch: Callable[[], T], done: Callable[[T], bool], timeout: float, period: float = 0.5
+) -> T:
+    """Call ``fetch`` until ``done(value)`` or ``timeout`` seconds passed; return the last value.
+
+    Bounded polling for the views that lag Ray's own state (State API, resource view, ``ray
+    status``): the workload reports what it saw last, and the experiment judges it.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        value = fetch()
+        if done(value) or time.monotonic() >= deadline:
+            return value
+        time.sleep(period)
