@@ -62,7 +62,11 @@ def test_partitioned_worker_is_dead_in_the_band_and_stays_dead_after_heal(
         for e in experiment.history.events("node_state", source="observer")
         if e.get("node_id") == victim.node_id and e.t > cut.injected_at
     ]
-    assert states and "ALIVE" not in states, f"worker-1's old id went {states} after the cut"
+    # ALIVE before DEAD is detection time (and the observer restates every node when it gets
+    # the State API back after an unobservable spell); ALIVE after DEAD would be a comeback.
+    assert "DEAD" in states, f"the observer never saw worker-1's old id DEAD: {states}"
+    comeback = states[states.index("DEAD") :]
+    assert "ALIVE" not in comeback, f"worker-1's old id went {states} after the cut"
     alive = {r["node_id"] for r in experiment.nemesis.state("nodes") if r["state"] == "ALIVE"}
     assert victim.node_id not in alive, "the old node id must not be ALIVE after the heal"
 
