@@ -147,3 +147,20 @@ def actor_states(experiment: Experiment, actor_id: str) -> list[tuple[Any, Any]]
             if not seen or seen[-1] != key:
                 seen.append(key)
     return seen
+
+
+def stays_dead(experiment: Experiment, node_id: str, since_t: float, label: str) -> list[Any]:
+    """Assert the observer saw ``node_id`` DEAD after ``since_t`` and never ALIVE after that.
+
+    ALIVE before DEAD is detection time (and the observer restates every node when the State
+    API answers again after an unobservable spell: CI saw that 0.01 s after a cut); ALIVE
+    after DEAD would be a comeback. Returns the states seen, oldest first.
+    """
+    states = [
+        e.get("state")
+        for e in experiment.history.events("node_state", source="observer")
+        if e.get("node_id") == node_id and e.t > since_t
+    ]
+    assert "DEAD" in states, f"{label}: the observer never saw {node_id[:8]} DEAD: {states}"
+    assert "ALIVE" not in states[states.index("DEAD") :], f"{label}: {node_id[:8]} went {states}"
+    return states

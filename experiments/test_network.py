@@ -9,6 +9,7 @@ import time
 
 import pytest
 from knobs import FAST_HEALTH_CHECKS
+from strikes import stays_dead
 
 from chaos.cluster import Node
 from chaos.errors import WorkloadTimeout
@@ -57,16 +58,7 @@ def test_partitioned_worker_is_dead_in_the_band_and_stays_dead_after_heal(
     heal_t = time.time()
     # Give the old raylet every chance to come back: several health-check windows.
     experiment.history.await_event(lambda e: e.t > heal_t + band.high * 2, timeout=band.high * 2)
-    states = [
-        e.get("state")
-        for e in experiment.history.events("node_state", source="observer")
-        if e.get("node_id") == victim.node_id and e.t > cut.injected_at
-    ]
-    # ALIVE before DEAD is detection time (and the observer restates every node when it gets
-    # the State API back after an unobservable spell); ALIVE after DEAD would be a comeback.
-    assert "DEAD" in states, f"the observer never saw worker-1's old id DEAD: {states}"
-    comeback = states[states.index("DEAD") :]
-    assert "ALIVE" not in comeback, f"worker-1's old id went {states} after the cut"
+    stays_dead(experiment, str(victim.node_id), cut.injected_at, "worker-1's old id after the cut")
     alive = {r["node_id"] for r in experiment.nemesis.state("nodes") if r["state"] == "ALIVE"}
     assert victim.node_id not in alive, "the old node id must not be ALIVE after the heal"
 

@@ -22,6 +22,7 @@ from strikes import (
     death_cause,
     logged_at,
     since,
+    stays_dead,
     strike_on,
 )
 
@@ -150,9 +151,4 @@ def test_restarted_node_joins_under_a_new_id(experiment: Experiment) -> None:
         experiment.measure(
             f"NODE-03 {kill}: restart → new id ALIVE (s)", since(restart, seen["t_new_alive_seen"])
         )
-        states = [
-            e.get("state")
-            for e in experiment.history.events("node_state", source="observer")
-            if e.get("node_id") == old and e.t > fault.injected_at
-        ]
-        assert states and "ALIVE" not in states, f"old id {old[:8]} went {states} after the kill"
+        stays_dead(experiment, str(old), fault.injected_at, f"NODE-03 {kill}: the old id")
