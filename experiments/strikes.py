@@ -152,9 +152,9 @@ def actor_states(experiment: Experiment, actor_id: str) -> list[tuple[Any, Any]]
 def stays_dead(experiment: Experiment, node_id: str, since_t: float, label: str) -> list[Any]:
     """Assert the observer saw ``node_id`` DEAD after ``since_t`` and never ALIVE after that.
 
-    ALIVE before DEAD is detection time (and the observer restates every node when the State
-    API answers again after an unobservable spell: CI saw that 0.01 s after a cut); ALIVE
-    after DEAD would be a comeback. Returns the states seen, oldest first.
+    ALIVE before DEAD is detection time (and an observer whose first answer from the State API
+    came late records every node ALIVE then: CI saw that 0.01 s after a cut); ALIVE after DEAD
+    would be a comeback. Returns the states seen, oldest first.
     """
     states = [
         e.get("state")

@@ -26,7 +26,16 @@ def _fields(obj: Any, names: tuple[str, ...]) -> dict[str, Any]:
     return out
 
 
-NODE_FIELDS = ("node_id", "node_ip", "is_head_node", "state", "state_message", "node_name")
+#: ``end_time_ms``: when the GCS marked the node DEAD (0 while alive), on the host's clock.
+NODE_FIELDS = (
+    "node_id",
+    "node_ip",
+    "is_head_node",
+    "state",
+    "state_message",
+    "node_name",
+    "end_time_ms",
+)
 ACTOR_FIELDS = (
     "actor_id",
     "class_name",
