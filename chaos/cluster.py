@@ -138,7 +138,7 @@ class Cluster:
         self._lock = threading.Lock()
         self._lib_tar: bytes | None = None
         #: Per node, the time from which its container log counts (after a retried start).
-        self._log_since: dict[str, int] = {}
+        self._log_since: dict[str, float] = {}
         #: Unique per cluster in this run; the ``raychaos.cluster`` label of all its objects.
         self.key = self.identity.name(tag, spec.name)
 
@@ -355,8 +355,10 @@ class Cluster:
     def restart_container(self, name: str) -> None:
         """Restart a node's container: its entry runs `ray start` again (a new Ray node id)."""
         call(f"restart {name}", lambda: self.node(name).container.restart(timeout=5))
-        # Only what the new incarnation logs counts from now on.
-        self._log_since[name] = int(time.time()) + 1
+        # Only what the new incarnation logs counts from now on: the old one logged before the
+        # restart, and the new `ray start` needs over a second of imports to log anything. A
+        # float, not whole seconds rounded up, which hid a `ray start` failing within ~1 s.
+        self._log_since[name] = time.time()
 
     def _subnet(self) -> ipaddress.IPv4Network:
         assert self.subnet is not None, "the cluster has not started"

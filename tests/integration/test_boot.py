@@ -74,17 +74,19 @@ def test_a_node_that_cannot_start_fails_the_boot_fast_with_its_log(
     spec = ClusterSpec(
         workers=(NodeSpec(name="worker", extra_args=("--no-such-flag",)),), boot_timeout_s=120
     )
-    started = time.monotonic()
     cluster = Cluster(
         spec, client=docker_client, builder=image_builder, identity=raychaos_identity, tag="bad"
     )
     with pytest.raises(ClusterBootTimeout) as info, cluster:
         pass
+    failed_at = time.time()
     text = str(info.value)
-    assert time.monotonic() - started < 90, (
-        "a failed `ray start` is seen without waiting out the timeout"
-    )
     print(text)
+    # Timed from the boot slot (queueing behind another worker's boots is not booting; CI saw
+    # 130 s from the call), and the error is the fast path's, not the timeout's.
+    booting = failed_at - cluster.history.events("boot_slot")[0].t
+    assert booting < 0.75 * spec.boot_timeout_s, f"the failed start was seen after {booting:.0f} s"
+    assert "not all nodes ALIVE after" not in text, text
     assert "worker (" in text and "ray start exited with 2" in text
     retried = cluster.history.events("node_start_retried")
     assert [e.get("attempt") for e in retried] == list(range(1, START_RETRIES + 1)), retried
