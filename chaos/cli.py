@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType
 
+from chaos.cluster.spec import DEFAULT_RAY_VERSION, _check_version
 from chaos.errors import ChaosError, SpecError
-from chaos.spec import DEFAULT_RAY_VERSION, _check_version
 
 
 def _version(raw: str) -> str:
@@ -97,10 +97,10 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "report":
         return _report(args.results, args.output)
 
-    from chaos.docker_api import connect
+    from chaos.backends.docker.client import connect
 
     if args.command == "image":
-        from chaos.images import BuildSettings, ImageBuilder
+        from chaos.backends.docker.images import BuildSettings, ImageBuilder
 
         client = connect()
         builder = ImageBuilder(client, BuildSettings(base_image=args.base_image))
@@ -108,13 +108,13 @@ def _dispatch(args: argparse.Namespace) -> int:
             print(builder.ensure(version, args.python))
         return 0
     if args.command == "sweep":
-        from chaos.sweep import sweep
+        from chaos.backends.docker.sweep import sweep
 
         print(f"raychaos: sweep {sweep(connect(), everything=args.all)}")
         return 0
     if args.command == "bench":
-        from chaos.bench import bench_boot
-        from chaos.images import ImageBuilder
+        from chaos.backends.docker.bench import bench_boot
+        from chaos.backends.docker.images import ImageBuilder
 
         if args.runs < 1:
             raise ChaosError(f"--runs: expected ≥ 1, got {args.runs}")
@@ -126,7 +126,7 @@ def _dispatch(args: argparse.Namespace) -> int:
 
 
 def _report(results: Path, output: Path) -> int:
-    from chaos.report import write_report
+    from chaos.report.html import write_report
 
     loaded = write_report(results, output)
     counts: dict[str, int] = {}

@@ -14,15 +14,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from chaos.check.bands import node_death_band
 from chaos.errors import ChaosError
-from chaos.measure import node_death_band
-from chaos.nemesis import Nemesis
-from chaos.observer import Observer
-from chaos.timeline import render
+from chaos.nemesis.nemesis import Nemesis
+from chaos.observer.observer import Observer
+from chaos.report.timeline import render
 
 if TYPE_CHECKING:
-    from chaos.cluster import Cluster
-    from chaos.history import History
+    from chaos.cluster.cluster import Cluster
+    from chaos.observer.history import History
 
 #: CLAIMS.md INV-01: tasks settle within 60 s, actors within 300 s.
 INV01_TASKS_S = 60.0

@@ -21,17 +21,17 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from chaos import labels
+from chaos.cluster.spec import ClusterSpec, load_topology
 from chaos.errors import ChaosError, SpecError
 from chaos.settings import OPTIONS, SettingError, Settings, resolve
-from chaos.spec import ClusterSpec, load_topology
 
 if TYPE_CHECKING:
     import docker
 
-    from chaos.cluster import Cluster
+    from chaos.backends.docker.images import ImageBuilder
+    from chaos.cluster.cluster import Cluster
     from chaos.experiment import Experiment
-    from chaos.images import ImageBuilder
-    from chaos.nemesis import Nemesis
+    from chaos.nemesis.nemesis import Nemesis
 
 SETTINGS_KEY = pytest.StashKey[Settings]()
 RUN_ID_KEY = pytest.StashKey[str]()
@@ -86,7 +86,9 @@ def pytest_configure(config: pytest.Config) -> None:
         workerinput[RUN_ID_INPUT] if workerinput else labels.RunIdentity().run_id
     )
     _install_sigterm_handler()
-    config.pluginmanager.register(importlib.import_module("chaos.reporting"), "raychaos-reporting")
+    config.pluginmanager.register(
+        importlib.import_module("chaos.report.allure"), "raychaos-reporting"
+    )
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -113,8 +115,8 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     if hasattr(session.config, "workerinput"):
         return
     try:
-        from chaos.docker_api import connect
-        from chaos.sweep import sweep
+        from chaos.backends.docker.client import connect
+        from chaos.backends.docker.sweep import sweep
 
         client = connect(timeout=20)
     except ChaosError:
@@ -132,7 +134,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 @pytest.hookimpl
 def pytest_report_header(config: pytest.Config) -> list[str]:
     settings = config.stash[SETTINGS_KEY]
-    from chaos.images import ray_image_tag
+    from chaos.backends.docker.images import ray_image_tag
 
     image = settings.image or ray_image_tag(settings.ray_version, "3.11")
     lines = [
@@ -141,7 +143,7 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
         f"boot timeout {settings.boot_timeout:.0f} s, keep={settings.keep}"
     ]
     try:
-        from chaos.docker_api import connect
+        from chaos.backends.docker.client import connect
 
         client = connect(timeout=10)
         try:
@@ -198,7 +200,7 @@ def raychaos_identity(pytestconfig: pytest.Config) -> labels.RunIdentity:
 @pytest.fixture(scope="session")
 def docker_client() -> Iterator[docker.DockerClient]:
     """A Docker client for the engine named by DOCKER_HOST (or the local socket)."""
-    from chaos.docker_api import connect
+    from chaos.backends.docker.client import connect
 
     client = connect()
     yield client
@@ -208,7 +210,7 @@ def docker_client() -> Iterator[docker.DockerClient]:
 @pytest.fixture(scope="session")
 def image_builder(docker_client: docker.DockerClient, raychaos_settings: Settings) -> ImageBuilder:
     """Builds Ray images on first use, once per session across xdist workers."""
-    from chaos.images import BuildSettings, ImageBuilder
+    from chaos.backends.docker.images import BuildSettings, ImageBuilder
 
     return ImageBuilder(
         docker_client, BuildSettings(base_image=raychaos_settings.base_image or None)
@@ -264,7 +266,7 @@ class ClusterFactory:
 
     def __call__(self, spec: ClusterSpec | None = None, **fields: Any) -> Cluster:
         """Boot ``spec`` (default: the test's ``cluster`` marker) with ``fields`` replaced."""
-        from chaos.cluster import Cluster
+        from chaos.cluster.cluster import Cluster
 
         if spec is None:
             spec = spec_from_marker(self.request.node.get_closest_marker("cluster"), self.settings)
@@ -285,7 +287,7 @@ class ClusterFactory:
         return cluster
 
     def teardown(self, failed: bool) -> None:
-        from chaos.sweep import keep
+        from chaos.backends.docker.sweep import keep
 
         errors: list[ChaosError] = []
         for cluster in reversed(self.clusters):
@@ -340,7 +342,7 @@ def ray_cluster(ray_cluster_factory: ClusterFactory, cluster_spec: ClusterSpec) 
 @pytest.fixture
 def nemesis(ray_cluster: Cluster) -> Iterator[Nemesis]:
     """Faults on ``ray_cluster``; every fault still active is healed at teardown."""
-    from chaos.nemesis import Nemesis
+    from chaos.nemesis.nemesis import Nemesis
 
     faults = Nemesis(ray_cluster)
     yield faults
@@ -353,8 +355,8 @@ def experiment(
 ) -> Iterator[Experiment]:
     """Cluster + nemesis + observer; afterwards heal, check INV-01/INV-02, write evidence."""
     from chaos.experiment import Experiment
-    from chaos.nemesis import Nemesis
-    from chaos.observer import Observer
+    from chaos.nemesis.nemesis import Nemesis
+    from chaos.observer.observer import Observer
 
     observer = Observer(ray_cluster).start()
     kit = Experiment(ray_cluster, Nemesis(ray_cluster), observer)
@@ -432,7 +434,7 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
 def _label(item: pytest.Item, claims: list[str]) -> None:
     import allure
 
-    from chaos.claims import family
+    from chaos.report.claims import family
 
     settings = item.config.stash[SETTINGS_KEY]
     allure.dynamic.epic("Ray fault tolerance")

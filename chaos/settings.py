@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from chaos.spec import DEFAULT_RAY_VERSION, _check_version
+from chaos.cluster.spec import DEFAULT_RAY_VERSION, _check_version
 
 
 class SettingError(ValueError):

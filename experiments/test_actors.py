@@ -11,8 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from knobs import AFTER_DEATH_S, FAST_HEALTH_CHECKS
-from strikes import (
+
+from chaos.check.knobs import AFTER_DEATH_S, FAST_HEALTH_CHECKS
+from chaos.check.strikes import (
     actor_states,
     at_least,
     await_dead,
@@ -21,7 +22,6 @@ from strikes import (
     since,
     strike_on,
 )
-
 from chaos.experiment import Experiment
 from chaos.settings import Settings
 

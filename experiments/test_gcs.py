@@ -10,10 +10,10 @@ from __future__ import annotations
 import time
 
 import pytest
-from knobs import FAST_HEALTH_CHECKS, GCS_RECONNECT, GCS_RECONNECT_S
 
+from chaos.check.knobs import FAST_HEALTH_CHECKS, GCS_RECONNECT, GCS_RECONNECT_S
 from chaos.experiment import Experiment
-from chaos.nemesis import wait_until
+from chaos.nemesis.nemesis import wait_until
 
 ENV = {**FAST_HEALTH_CHECKS, **GCS_RECONNECT}
 #: Raylets notice a dead GCS at their next RPC and give up after the reconnect timeout;

@@ -8,14 +8,14 @@ from __future__ import annotations
 import time
 
 import pytest
-from knobs import FAST_HEALTH_CHECKS
-from strikes import stays_dead
 
-from chaos.cluster import Node
+from chaos.check.bands import fault_to_node_dead, injected
+from chaos.check.knobs import FAST_HEALTH_CHECKS
+from chaos.check.strikes import stays_dead
+from chaos.cluster.cluster import Node
 from chaos.errors import WorkloadTimeout
 from chaos.experiment import Experiment
-from chaos.measure import fault_to_node_dead, injected
-from chaos.nemesis import Fault, wait_until
+from chaos.nemesis.nemesis import Fault, wait_until
 
 #: After the node is DEAD, how long a retry may take to finish elsewhere (an 8 s task).
 FAILOVER_S = 60

@@ -11,8 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from knobs import FAST_HEALTH_CHECKS
-from strikes import (
+
+from chaos.check.knobs import FAST_HEALTH_CHECKS
+from chaos.check.strikes import (
     DEATH_REASON,
     MISSED_HEARTBEATS,
     at_least,
@@ -25,11 +26,10 @@ from strikes import (
     stays_dead,
     strike_on,
 )
-
 from chaos.experiment import Experiment
-from chaos.nemesis import Fault
+from chaos.nemesis.nemesis import Fault
 from chaos.settings import Settings
-from chaos.workload import WorkloadRun
+from chaos.workload.run import WorkloadRun
 
 WORKERS_2 = [{"name": "worker", "count": 2, "num_cpus": 1}]
 WORKERS_3 = [{"name": "worker", "count": 3, "num_cpus": 1}]

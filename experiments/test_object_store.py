@@ -13,8 +13,8 @@ import json
 from typing import Any
 
 import pytest
-from evidence import record
 
+from chaos.check.evidence import record
 from chaos.experiment import Experiment
 
 HEAD_STORE = {"num_cpus": 2, "object_store": "100m"}

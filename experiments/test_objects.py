@@ -11,9 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from knobs import AFTER_DEATH_S, FAST_HEALTH_CHECKS
-from strikes import at_least, attempts, await_dead, dead_in_band, since, strike_on
 
+from chaos.check.knobs import AFTER_DEATH_S, FAST_HEALTH_CHECKS
+from chaos.check.strikes import at_least, attempts, await_dead, dead_in_band, since, strike_on
 from chaos.experiment import Experiment
 from chaos.settings import Settings
 

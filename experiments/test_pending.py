@@ -14,11 +14,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from evidence import attach, record, status_now
 
+from chaos.check.evidence import attach, record, status_now
+from chaos.cluster.spec import NodeSpec
 from chaos.experiment import Experiment
-from chaos.nemesis import poll
-from chaos.spec import NodeSpec
+from chaos.nemesis.nemesis import poll
 
 LOST = {
     "name": "lost",

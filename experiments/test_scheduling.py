@@ -11,9 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from evidence import record, status_now
-from knobs import FAST_HEALTH_CHECKS
 
+from chaos.check.evidence import record, status_now
+from chaos.check.knobs import FAST_HEALTH_CHECKS
 from chaos.experiment import Experiment
 
 WORKERS_2X4 = [{"name": "worker", "count": 2, "num_cpus": 4}]

@@ -11,8 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from evidence import record
 
+from chaos.check.evidence import record
 from chaos.experiment import Experiment
 
 HEAD_T = {"num_cpus": 4, "resources": {"special": 1}}

@@ -13,14 +13,15 @@ from typing import Any
 
 import pytest
 
-from chaos import labels, python_patch
-from chaos.cluster import GCS_PORT, Cluster
+from chaos import labels
+from chaos.backends.docker import python_patch
+from chaos.backends.docker.images import ImageBuilder
+from chaos.cluster.cluster import GCS_PORT, Cluster
+from chaos.cluster.spec import NodeSpec
 from chaos.errors import PythonPatchUnavailable
-from chaos.images import ImageBuilder
-from chaos.nemesis import poll
+from chaos.nemesis.nemesis import poll
 from chaos.plugin import ClusterFactory
 from chaos.settings import Settings
-from chaos.spec import NodeSpec
 
 #: Each Ray release under test, and the one it is skewed against.
 OTHER = {"2.60.0": "2.59.0", "2.59.0": "2.60.0"}

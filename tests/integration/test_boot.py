@@ -13,11 +13,11 @@ import docker
 import pytest
 from tenacity import Retrying, stop_after_delay, wait_fixed
 
-from chaos.cluster import DEFAULT_CPU_SHARES, START_RETRIES, Cluster
+from chaos.backends.docker.images import ImageBuilder
+from chaos.cluster.cluster import DEFAULT_CPU_SHARES, START_RETRIES, Cluster
+from chaos.cluster.spec import ClusterSpec, NodeSpec
 from chaos.errors import ClusterBootTimeout, WorkloadError
-from chaos.images import ImageBuilder
 from chaos.labels import RunIdentity
-from chaos.spec import ClusterSpec, NodeSpec
 
 ROOT = Path(__file__).resolve().parents[2]
 

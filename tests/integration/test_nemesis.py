@@ -7,11 +7,11 @@ from pathlib import Path
 import docker
 import pytest
 
-from chaos.cluster import Cluster
+from chaos.check.bands import fault_to_node_dead, injected
+from chaos.cluster.cluster import Cluster
 from chaos.errors import ChaosError, FaultNotObserved
 from chaos.experiment import Experiment
-from chaos.measure import fault_to_node_dead, injected
-from chaos.nemesis import CHAIN, Nemesis
+from chaos.nemesis.nemesis import CHAIN, Nemesis
 
 FAST = {
     "RAY_health_check_initial_delay_ms": "0",
@@ -33,7 +33,7 @@ def test_kill_node_is_seen_dead_within_the_health_check_band(
     def dead() -> None:
         assert experiment.observer.latest_nodes()[victim_id]["state"] == "DEAD"
 
-    from chaos.nemesis import wait_until
+    from chaos.nemesis.nemesis import wait_until
 
     wait_until(dead, band.high + 5, "worker-1 DEAD in the GCS")
     window = fault_to_node_dead(
@@ -96,7 +96,7 @@ def test_partition_cuts_an_established_connection(ray_cluster: Cluster) -> None:
         bound_s=300,
     )
     try:
-        from chaos.nemesis import poll
+        from chaos.nemesis.nemesis import poll
 
         poll(lambda: _assert_tail(client.output, "ok"), 30)
         nemesis = Nemesis(ray_cluster)
@@ -159,7 +159,7 @@ def test_a_fault_left_active_by_a_failing_test_is_healed(
         assert "DROP" not in rules, "teardown healed the partition before keeping the cluster"
     finally:
         # Remove only that kept cluster: other xdist workers' clusters are live.
-        from chaos.sweep import kept_dir
+        from chaos.backends.docker.sweep import kept_dir
 
         key = container.labels["raychaos.cluster"]
         selector: dict[str, str | list[str] | bool] = {"label": f"raychaos.cluster={key}"}

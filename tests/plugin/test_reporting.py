@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 
 from chaos.cli import main
-from chaos.report import (
+from chaos.report.allure import format_properties
+from chaos.report.html import (
     CATEGORIES,
     Outcome,
     categorize,
@@ -25,7 +26,6 @@ from chaos.report import (
     parse_properties,
     worst,
 )
-from chaos.reporting import format_properties
 
 pytestmark = pytest.mark.filterwarnings("ignore::pytest.PytestAssertRewriteWarning")
 
@@ -315,7 +315,7 @@ def test_crash_labels_are_the_labels_the_test_would_have_had(pytester: pytest.Py
         """
         import json
         from chaos.plugin import SETTINGS_KEY
-        from chaos.reporting import item_facts
+        from chaos.report.allure import item_facts
 
         def pytest_collection_finish(session):
             version = session.config.stash[SETTINGS_KEY].ray_version

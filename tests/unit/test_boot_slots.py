@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from chaos.boot_slots import boot_slot, default_slots
+from chaos.cluster.boot_slots import boot_slot, default_slots
 from chaos.errors import ClusterBootTimeout
 
 
@@ -59,7 +59,7 @@ def test_a_killed_holder_frees_its_slot(tmp_path: Path) -> None:
         [
             sys.executable,
             "-c",
-            "import sys, time; from pathlib import Path; from chaos.boot_slots import boot_slot\n"
+            "import sys, time; from pathlib import Path; from chaos.cluster.boot_slots import boot_slot\n"
             "with boot_slot(Path(sys.argv[1]), 1):\n"
             "    print('held', flush=True); time.sleep(60)",
             str(tmp_path),

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from chaos.backends.docker.client import connect
 from chaos.cli import main
-from chaos.docker_api import connect
 from chaos.errors import ChaosError, DockerUnavailable
 
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from chaos import labels
-from chaos.sweep import sweep
+from chaos.backends.docker.sweep import sweep
 
 
 @dataclass
@@ -88,7 +88,7 @@ def test_one_failed_removal_does_not_stop_the_rest() -> None:
 
 
 def test_kept_clusters_survive_until_sweep_all() -> None:
-    from chaos.sweep import keep
+    from chaos.backends.docker.sweep import keep
 
     keep("c1")
     kept = FakeObject("kept", owned(2**22 + 7, "1"))

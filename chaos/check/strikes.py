@@ -12,12 +12,12 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
-from chaos.cluster import RAY_LOGS, Cluster
+from chaos.check.bands import first
+from chaos.cluster.cluster import RAY_LOGS, Cluster
 from chaos.experiment import Experiment
-from chaos.history import Event
-from chaos.measure import first
-from chaos.nemesis import Fault, wait_until
-from chaos.workload import WorkloadRun
+from chaos.nemesis.nemesis import Fault, wait_until
+from chaos.observer.history import Event
+from chaos.workload.run import WorkloadRun
 
 #: ``ray.nodes()`` reports ``DeathReason`` as the int of Ray's ``NodeDeathInfo.Reason`` enum
 #: (0 while alive); the State API and actor death causes spell the names.

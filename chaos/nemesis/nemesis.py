@@ -23,7 +23,7 @@ from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_f
 from chaos.errors import ChaosError, FaultNotObserved, HealError
 
 if TYPE_CHECKING:
-    from chaos.cluster import Cluster, Node
+    from chaos.cluster.cluster import Cluster, Node
 
 #: Our own iptables chain: heal flushes only rules we created (Pumba's rule).
 CHAIN = "RAYCHAOS"

@@ -6,6 +6,7 @@ Allure when it is installed. Reporting never breaks a run.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from typing import Any
 
@@ -14,13 +15,12 @@ from chaos.experiment import Experiment
 
 def attach(name: str, body: Any) -> None:
     """Attach ``body`` (text, or anything JSON-able) to the Allure report, best effort."""
-    try:
+    # Evidence is best effort, the verdict is not.
+    with contextlib.suppress(Exception):
         import allure
 
         text = body if isinstance(body, str) else json.dumps(body, indent=1, default=repr)
         allure.attach(text, name=name, attachment_type=allure.attachment_type.TEXT)
-    except Exception:  # noqa: BLE001 - evidence is best effort, the verdict is not
-        pass
 
 
 def record(experiment: Experiment, name: str, value: Any) -> Any:

@@ -12,9 +12,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from chaos.backends.docker.execstream import ExecStream
 from chaos.errors import WorkloadError, WorkloadTimeout
-from chaos.execstream import ExecStream
-from chaos.history import Event, History
+from chaos.observer.history import Event, History
 
 
 @dataclass(frozen=True)

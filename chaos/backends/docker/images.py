@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from chaos import labels
-from chaos.docker_api import call, translated
+from chaos.backends.docker.client import call, translated
 from chaos.errors import ImageBuildError
 from chaos.resources import fixtures_path
 

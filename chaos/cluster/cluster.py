@@ -25,15 +25,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from chaos import labels
-from chaos.boot_slots import boot_slot, default_slots
-from chaos.docker_api import call, connect, translated
+from chaos.backends.docker.client import call, connect, translated
+from chaos.backends.docker.execstream import ExecStream
+from chaos.backends.docker.images import ImageBuilder
+from chaos.cluster.boot_slots import boot_slot, default_slots
+from chaos.cluster.spec import ClusterSpec, NodeSpec, _group_names
 from chaos.errors import ClusterBootTimeout, DockerOperationError, WorkloadError
-from chaos.execstream import ExecStream
-from chaos.history import History
-from chaos.images import ImageBuilder
+from chaos.observer.history import History
 from chaos.resources import agent_path
-from chaos.spec import ClusterSpec, NodeSpec, _group_names
-from chaos.workload import WorkloadRun
+from chaos.workload.run import WorkloadRun
 
 if TYPE_CHECKING:
     import docker
@@ -669,7 +669,7 @@ class Cluster:
             f"--object-store-memory={node.object_store_bytes}",
         ]
         if node.ray_memory is not None:
-            from chaos.spec import parse_size
+            from chaos.cluster.spec import parse_size
 
             argv.append(f"--memory={parse_size(node.ray_memory, 'ray_memory')}")
         if node.resources:

@@ -14,8 +14,8 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from chaos.docker_api import call
-from chaos.history import Event, History
+from chaos.backends.docker.client import call
+from chaos.observer.history import Event, History
 
 if TYPE_CHECKING:
     from docker.models.containers import Container

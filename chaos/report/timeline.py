@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from chaos.history import History
+from chaos.observer.history import History
 
 _STATE_COLOURS = {"ALIVE": "#2e9e4f", "DEAD": "#c62828"}
 _SKIP_KINDS = {"exec_ended", "observer_started", "node_state", "actor_state", "pg_state"}

@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import IO
 
-from chaos.docker_api import call
+from chaos.backends.docker.client import call
+from chaos.backends.docker.images import ImageBuilder
 from chaos.errors import ImageBuildError, PythonPatchUnavailable
-from chaos.images import ImageBuilder
 from chaos.resources import fixtures_path
 
 #: Parts of a CPython prefix a Ray node never imports; leaving them out keeps the image small.

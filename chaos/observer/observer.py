@@ -11,10 +11,10 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING, Any
 
-from chaos.execstream import ExecStream
+from chaos.backends.docker.execstream import ExecStream
 
 if TYPE_CHECKING:
-    from chaos.cluster import Cluster
+    from chaos.cluster.cluster import Cluster
 
 SOURCE = "observer"
 

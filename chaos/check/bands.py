@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from chaos.history import Event, History
+from chaos.observer.history import Event, History
 
 #: Ray's defaults (read off the 2.59/2.60 sources; CLAIMS.md, "Facts every experiment…").
 HEALTH_CHECK_DEFAULTS = {

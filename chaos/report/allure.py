@@ -40,8 +40,8 @@ from typing import Any
 
 import pytest
 
-from chaos.claims import family
-from chaos.report import CATEGORIES, PARAMETER
+from chaos.report.claims import family
+from chaos.report.html import CATEGORIES, PARAMETER
 
 MANIFEST_INPUT = "raychaos_manifest_dir"
 #: Allure's per-result files, removed once at session start (run-level files are rewritten).
@@ -310,7 +310,7 @@ def _git(root: Path, *args: str) -> str | None:
 
 def tested_versions(alluredir: Path) -> list[str]:
     """The ray_version parameters of the results in ``alluredir``."""
-    from chaos.report import _unquote
+    from chaos.report.html import _unquote
 
     found: set[str] = set()
     for path in alluredir.glob("*-result.json"):
@@ -324,7 +324,7 @@ def tested_versions(alluredir: Path) -> list[str]:
 def _docker_properties(image: str) -> dict[str, str]:
     """Docker server and the Ray images present (tag → id, digests when pulled)."""
     from chaos import labels
-    from chaos.docker_api import connect
+    from chaos.backends.docker.client import connect
     from chaos.errors import ChaosError
 
     try:
@@ -360,7 +360,7 @@ def _docker_properties(image: str) -> dict[str, str]:
 def environment(config: pytest.Config, alluredir: Path) -> dict[str, str]:
     from importlib.metadata import PackageNotFoundError, version
 
-    from chaos.images import ray_image_tag
+    from chaos.backends.docker.images import ray_image_tag
     from chaos.plugin import RUN_ID_KEY, SETTINGS_KEY
 
     settings = config.stash[SETTINGS_KEY]

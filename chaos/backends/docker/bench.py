@@ -19,11 +19,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from chaos import labels
-from chaos.cluster import Cluster
-from chaos.docker_api import call
+from chaos.backends.docker.client import call
+from chaos.backends.docker.images import ImageBuilder
+from chaos.cluster.cluster import Cluster
+from chaos.cluster.spec import ClusterSpec, NodeSpec
 from chaos.errors import ChaosError
-from chaos.images import ImageBuilder
-from chaos.spec import ClusterSpec, NodeSpec
 
 if TYPE_CHECKING:
     import docker

@@ -21,8 +21,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from chaos.claims import FAMILIES
 from chaos.errors import ChaosError, FaultNotObserved
+from chaos.report.claims import FAMILIES
 
 #: allure-pytest records an xfail as "skipped" with the message "XFAIL <reason>…".
 FINDING = re.compile(r"^(?:XFAIL )?FINDING:")

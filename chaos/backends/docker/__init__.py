@@ -1,0 +1,1 @@
+"""The Docker backend: the only code that imports docker-py."""

@@ -1,0 +1,1 @@
+"""The nemesis role: faults that prove they happened and always heal."""

@@ -1,0 +1,1 @@
+"""The report role: Allure results, the HTML summary and the timeline pictures."""
