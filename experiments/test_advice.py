@@ -14,7 +14,7 @@ from test_scheduling import HYBRID, WORKERS_2X4, worker_counts
 from chaos.check.evidence import record
 from chaos.cluster.spec import NodeSpec
 from chaos.experiment import Experiment
-from chaos.nemesis.nemesis import poll
+from chaos.waits import poll
 
 KNOB = "SCHEDULER_TASKS_USE_THROUGHPUT_SCHEDULER"
 RUNBOOK_OPTIONS = ("--memory-monitor-interval-ms=100", "--raylet-death-on-oom=false")

@@ -13,7 +13,7 @@ import pytest
 
 from chaos.check.knobs import FAST_HEALTH_CHECKS, GCS_RECONNECT, GCS_RECONNECT_S
 from chaos.experiment import Experiment
-from chaos.nemesis.nemesis import wait_until
+from chaos.waits import wait_until
 
 ENV = {**FAST_HEALTH_CHECKS, **GCS_RECONNECT}
 #: Raylets notice a dead GCS at their next RPC and give up after the reconnect timeout;

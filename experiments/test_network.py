@@ -15,7 +15,8 @@ from chaos.check.strikes import stays_dead
 from chaos.cluster.cluster import Node
 from chaos.errors import WorkloadTimeout
 from chaos.experiment import Experiment
-from chaos.nemesis.nemesis import Fault, wait_until
+from chaos.nemesis.nemesis import Fault
+from chaos.waits import wait_until
 
 #: After the node is DEAD, how long a retry may take to finish elsewhere (an 8 s task).
 FAILOVER_S = 60

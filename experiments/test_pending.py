@@ -18,7 +18,7 @@ import pytest
 from chaos.check.evidence import attach, record, status_now
 from chaos.cluster.spec import NodeSpec
 from chaos.experiment import Experiment
-from chaos.nemesis.nemesis import poll
+from chaos.waits import poll
 
 LOST = {
     "name": "lost",

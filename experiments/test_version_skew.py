@@ -19,9 +19,9 @@ from chaos.backends.docker.images import ImageBuilder
 from chaos.cluster.cluster import GCS_PORT, Cluster
 from chaos.cluster.spec import NodeSpec
 from chaos.errors import PythonPatchUnavailable
-from chaos.nemesis.nemesis import poll
 from chaos.plugin import ClusterFactory
 from chaos.settings import Settings
+from chaos.waits import poll
 
 #: Each Ray release under test, and the one it is skewed against.
 OTHER = {"2.60.0": "2.59.0", "2.59.0": "2.60.0"}

@@ -15,8 +15,9 @@ from typing import Any
 from chaos.check.bands import first
 from chaos.cluster.cluster import RAY_LOGS, Cluster
 from chaos.experiment import Experiment
-from chaos.nemesis.nemesis import Fault, wait_until
+from chaos.nemesis.nemesis import Fault
 from chaos.observer.history import Event
+from chaos.waits import wait_until
 from chaos.workload.run import WorkloadRun
 
 #: ``ray.nodes()`` reports ``DeathReason`` as the int of Ray's ``NodeDeathInfo.Reason`` enum

@@ -18,9 +18,8 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_fixed
-
 from chaos.errors import ChaosError, FaultNotObserved, HealError
+from chaos.waits import poll
 
 if TYPE_CHECKING:
     from chaos.cluster.cluster import Cluster, Node
@@ -28,18 +27,6 @@ if TYPE_CHECKING:
 #: Our own iptables chain: heal flushes only rules we created (Pumba's rule).
 CHAIN = "RAYCHAOS"
 VERIFY_TIMEOUT_S = 20.0
-
-
-def poll(check: Callable[[], None], timeout: float, period: float = 0.25) -> None:
-    """Retry ``check`` (which raises AssertionError until it holds) for at most ``timeout``."""
-    for attempt in Retrying(
-        stop=stop_after_delay(timeout),
-        wait=wait_fixed(period),
-        retry=retry_if_exception_type(AssertionError),
-        reraise=True,
-    ):
-        with attempt:
-            check()
 
 
 @dataclass
@@ -558,13 +545,3 @@ def nemesis_for(cluster: Cluster) -> Iterator[Nemesis]:
         yield nemesis
     finally:
         nemesis.heal_all()
-
-
-def wait_until(check: Callable[[], None], timeout: float, what: str) -> float:
-    """Poll ``check`` until it holds; return the seconds it took (for windows in the report)."""
-    started = time.monotonic()
-    try:
-        poll(check, timeout)
-    except AssertionError as exc:
-        raise AssertionError(f"{what}: not within {timeout:.0f} s: {exc}") from None
-    return time.monotonic() - started

@@ -11,9 +11,65 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 from chaos.errors import WorkloadTimeout
+
+
+class Source(StrEnum):
+    """Who recorded an event on the host side. Workloads record as ``workload-N``."""
+
+    HARNESS = "harness"
+    NEMESIS = "nemesis"
+    OBSERVER = "observer"
+    CHECKER = "checker"
+
+
+class Kind(StrEnum):
+    """Every event kind raychaos itself records or its agent emits.
+
+    Workloads add their own kinds (``tasks_running``, ``node_busy``…) as plain strings; a
+    :class:`StrEnum` member equals its string, so both kinds of event read alike.
+    """
+
+    # harness: the cluster's life
+    NETWORK_CREATED = "network_created"
+    BOOT_SLOT = "boot_slot"
+    CONTAINERS_STARTED = "containers_started"
+    CLUSTER_READY = "cluster_ready"
+    NODE_START_RETRIED = "node_start_retried"
+    NODE_ADDED = "node_added"
+    WORKLOAD_START = "workload_start"
+    SIGNAL = "signal"
+    #: A streamed process ended (its stream will say nothing more).
+    EXEC_ENDED = "exec_ended"
+    # nemesis: faults
+    INJECT = "inject"
+    VERIFIED = "verified"
+    NOT_OBSERVED = "not_observed"
+    HEAL = "heal"
+    HEAL_FAILED = "heal_failed"
+    NODE_BACK = "node_back"
+    # observer: Ray's state as the State API shows it
+    NODE_STATE = "node_state"
+    ACTOR_STATE = "actor_state"
+    PG_STATE = "pg_state"
+    UNOBSERVABLE = "unobservable"
+    OBSERVABLE = "observable"
+    OBSERVER_STARTED = "observer_started"
+    OBSERVER_TIMEOUT = "observer_timeout"
+    # checker
+    MEASUREMENT = "measurement"
+    # agent protocol (raychaos_agent): how a workload or probe ends
+    RESULT = "result"
+    ERROR = "error"
+    HARNESS_ERROR = "harness_error"
+    READY = "ready"
+    NOT_READY = "not_ready"
+    CONNECTED = "connected"
+    STARTED = "started"
+    INV01 = "inv01"
 
 
 @dataclass(frozen=True)
@@ -22,6 +78,7 @@ class Event:
 
     t: float
     source: str
+    #: A :class:`Kind` for raychaos's own events, any string for a workload's.
     kind: str
     fields: dict[str, Any] = field(default_factory=dict)
 
@@ -29,7 +86,7 @@ class Event:
         return self.fields.get(key, default)
 
     def to_json(self) -> dict[str, Any]:
-        return {"t": self.t, "source": self.source, "kind": self.kind, **self.fields}
+        return {"t": self.t, "source": str(self.source), "kind": str(self.kind), **self.fields}
 
 
 Predicate = Callable[[Event], bool]
@@ -42,7 +99,9 @@ class History:
         self._events: list[Event] = []
         self._cond = threading.Condition()
 
-    def record(self, source: str, kind: str, t: float | None = None, **fields: Any) -> Event:
+    def record(
+        self, source: Source | str, kind: Kind | str, t: float | None = None, **fields: Any
+    ) -> Event:
         event = Event(t=time.time() if t is None else t, source=source, kind=kind, fields=fields)
         self.append(event)
         return event

@@ -33,7 +33,7 @@ def test_kill_node_is_seen_dead_within_the_health_check_band(
     def dead() -> None:
         assert experiment.observer.latest_nodes()[victim_id]["state"] == "DEAD"
 
-    from chaos.nemesis.nemesis import wait_until
+    from chaos.waits import wait_until
 
     wait_until(dead, band.high + 5, "worker-1 DEAD in the GCS")
     window = fault_to_node_dead(
@@ -96,7 +96,7 @@ def test_partition_cuts_an_established_connection(ray_cluster: Cluster) -> None:
         bound_s=300,
     )
     try:
-        from chaos.nemesis.nemesis import poll
+        from chaos.waits import poll
 
         poll(lambda: _assert_tail(client.output, "ok"), 30)
         nemesis = Nemesis(ray_cluster)
