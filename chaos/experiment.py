@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from chaos.check.bands import node_death_band
 from chaos.errors import ChaosError
 from chaos.nemesis.nemesis import Nemesis
+from chaos.observer.history import Kind, Source
 from chaos.observer.observer import Observer
 from chaos.report.timeline import render
 
@@ -46,7 +47,7 @@ class Experiment:
 
     def measure(self, name: str, value: Any) -> Any:
         self.measurements[name] = value
-        self.history.record("checker", "measurement", name=name, value=value)
+        self.history.record(Source.CHECKER, Kind.MEASUREMENT, name=name, value=value)
         return value
 
     def waive(self, claim: str, reason: str) -> None:
@@ -87,11 +88,11 @@ class Experiment:
         stream = self.cluster.stream(
             self.cluster.driver.name,
             ["python", "-u", "-m", "raychaos_agent.invariants", str(self.inv01_timeout)],
-            source="inv01",
+            source=self.cluster.next_source("inv01"),
             bound_s=self.inv01_timeout + 60,
         )
         stream.wait(self.inv01_timeout + 70)
-        seen = self.history.events("inv01", source="inv01")
+        seen = [e for e in stream.events() if e.kind == Kind.INV01]
         if not seen:
             raise ChaosError(f"INV-01 check ended without a verdict: {stream.tail(8)}")
         verdict = seen[-1]

@@ -1,9 +1,12 @@
 """The raychaos pytest plugin (entry point ``pytest11``): options, markers, cluster fixtures.
 
-Thin by design (pytest-xdist's shape): the work lives in :mod:`chaos.cluster` and friends, and
-heavy imports (docker) happen inside hooks and fixtures, so ``pytest --help`` works without a
-daemon. Fixtures are small and overridable: override ``cluster_spec`` to change what
-``ray_cluster`` boots, or call ``ray_cluster_factory`` for several clusters.
+Thin by design (pytest-xdist's shape): the work lives in the role packages and
+:mod:`chaos.testkit`, and heavy imports (docker) happen inside fixtures, so ``pytest --help``
+works without a daemon. A good guest: installed in a repository, it does nothing until a
+collected test uses one of its fixtures or markers — no Docker connection, no sweep, no
+signal handler. Fixtures are small and overridable: override ``cluster_spec`` to change what
+``ray_cluster`` boots, ``raychaos_workload_paths`` to ship other workloads, or call
+``ray_cluster_factory`` for several clusters.
 """
 
 from __future__ import annotations
@@ -12,7 +15,6 @@ import contextlib
 import importlib
 import os
 import signal
-import sys
 from collections.abc import Generator, Iterator
 from pathlib import Path
 from types import FrameType
@@ -21,21 +23,20 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from chaos import labels
-from chaos.cluster.spec import ClusterSpec, load_topology
-from chaos.errors import ChaosError, SpecError
+from chaos.errors import ChaosError
+from chaos.keys import PHASE_REPORTS, RUN_ID_KEY, SETTINGS_KEY, USED_KEY
 from chaos.settings import OPTIONS, SettingError, Settings, resolve
+from chaos.testkit import ClusterFactory, say, spec_from_marker, uses_raychaos
 
 if TYPE_CHECKING:
     import docker
 
     from chaos.backends.docker.images import ImageBuilder
     from chaos.cluster.cluster import Cluster
+    from chaos.cluster.spec import ClusterSpec
     from chaos.experiment import Experiment
     from chaos.nemesis.nemesis import Nemesis
 
-SETTINGS_KEY = pytest.StashKey[Settings]()
-RUN_ID_KEY = pytest.StashKey[str]()
-PHASE_REPORTS = pytest.StashKey[dict[str, pytest.TestReport]]()
 RUN_ID_INPUT = "raychaos_run_id"
 WORKLOADS_INI = "raychaos_workloads"
 
@@ -68,7 +69,7 @@ def pytest_configure(config: pytest.Config) -> None:
         "cluster(topology=None, **spec): configure the ray_cluster fixture: a named topology "
         "from fixtures/clusters and/or ClusterSpec fields (workers=2, gcs_ft='redis', env={...})",
     )
-    config.addinivalue_line("markers", "claim(*ids): CLAIMS.md ids this experiment verifies")
+    config.addinivalue_line("markers", "claim(*ids): claim ids this experiment verifies")
     try:
         settings = resolve(
             {o.dest: config.getoption(f"raychaos_{o.dest}") for o in OPTIONS},
@@ -77,15 +78,12 @@ def pytest_configure(config: pytest.Config) -> None:
     except SettingError as exc:
         raise pytest.UsageError(str(exc)) from None
     paths = [Path(p) for p in config.getini(WORKLOADS_INI)]
-    if not paths:
-        default = config.rootpath / "experiments" / "workloads"
-        paths = [default] if default.is_dir() else []
     config.stash[SETTINGS_KEY] = Settings(**{**settings.__dict__, "workload_paths": tuple(paths)})
     workerinput = getattr(config, "workerinput", None)
     config.stash[RUN_ID_KEY] = (
         workerinput[RUN_ID_INPUT] if workerinput else labels.RunIdentity().run_id
     )
-    _install_sigterm_handler()
+    config.stash[USED_KEY] = False
     config.pluginmanager.register(
         importlib.import_module("chaos.report.allure"), "raychaos-reporting"
     )
@@ -97,66 +95,19 @@ def pytest_configure_node(node: Any) -> None:
     node.workerinput[RUN_ID_INPUT] = node.config.stash[RUN_ID_KEY]
 
 
-def _install_sigterm_handler() -> None:
-    """SIGTERM unwinds like Ctrl-C, so fixture teardown removes the clusters."""
-    if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
-        return
-
-    def interrupt(signum: int, frame: FrameType | None) -> None:
-        raise KeyboardInterrupt(f"signal {signum}")
-
-    with contextlib.suppress(ValueError):  # not the main thread: nothing to install
-        signal.signal(signal.SIGTERM, interrupt)
-
-
 @pytest.hookimpl
-def pytest_sessionstart(session: pytest.Session) -> None:
-    """The controller (or a plain run) sweeps objects left by dead runs."""
-    if hasattr(session.config, "workerinput"):
-        return
-    try:
-        from chaos.backends.docker.client import connect
-        from chaos.backends.docker.sweep import sweep
-
-        client = connect(timeout=20)
-    except ChaosError:
-        return  # no daemon: tests that need one say so themselves
-    try:
-        report = sweep(client)
-        if report.removed or report.failed:
-            reporter = session.config.pluginmanager.get_plugin("terminalreporter")
-            if reporter is not None:
-                reporter.write_line(f"raychaos: sweep {report}")
-    finally:
-        client.close()
-
-
-@pytest.hookimpl
-def pytest_report_header(config: pytest.Config) -> list[str]:
-    settings = config.stash[SETTINGS_KEY]
-    from chaos.backends.docker.images import ray_image_tag
-
-    image = settings.image or ray_image_tag(settings.ray_version, "3.11")
-    lines = [
-        f"raychaos: run {config.stash[RUN_ID_KEY]}, Ray {settings.ray_version} "
-        f"({settings.sources.get('ray_version')}), image {image}, "
-        f"boot timeout {settings.boot_timeout:.0f} s, keep={settings.keep}"
-    ]
-    try:
-        from chaos.backends.docker.client import connect
-
-        client = connect(timeout=10)
-        try:
-            version = client.version()
-            lines.append(
-                f"raychaos: Docker server {version.get('Version')} "
-                f"(API {version.get('ApiVersion')}) at {client.api.base_url}"
-            )
-        finally:
-            client.close()
-    except ChaosError as exc:
-        lines.append(f"raychaos: Docker unavailable: {exc.message}")
-    return lines
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Note whether any collected test uses raychaos; say what it will run against."""
+    config = session.config
+    config.stash[USED_KEY] = any(uses_raychaos(item) for item in session.items)
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if config.stash[USED_KEY] and reporter is not None and not hasattr(config, "workerinput"):
+        settings = config.stash[SETTINGS_KEY]
+        reporter.write_line(
+            f"raychaos: run {config.stash[RUN_ID_KEY]}, Ray {settings.ray_version} "
+            f"({settings.sources.get('ray_version')}), image {settings.image or 'built'}, "
+            f"boot timeout {settings.boot_timeout:.0f} s, keep={settings.keep}"
+        )
 
 
 @pytest.hookimpl(wrapper=True)
@@ -181,6 +132,18 @@ def _failed(node: pytest.Item) -> bool:
     return any(r.failed for r in reports.values())
 
 
+def _install_sigterm_handler() -> None:
+    """SIGTERM unwinds like Ctrl-C, so fixture teardown removes the clusters."""
+    if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        return
+
+    def interrupt(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    with contextlib.suppress(ValueError):  # not the main thread: nothing to install
+        signal.signal(signal.SIGTERM, interrupt)
+
+
 # -- fixtures -------------------------------------------------------------------------------
 @pytest.fixture(scope="session")
 def raychaos_settings(pytestconfig: pytest.Config) -> Settings:
@@ -199,10 +162,19 @@ def raychaos_identity(pytestconfig: pytest.Config) -> labels.RunIdentity:
 
 @pytest.fixture(scope="session")
 def docker_client() -> Iterator[docker.DockerClient]:
-    """A Docker client for the engine named by DOCKER_HOST (or the local socket)."""
-    from chaos.backends.docker.client import connect
+    """A Docker client for the engine named by DOCKER_HOST (or the local socket).
 
+    The first use in a process is when raychaos wakes up: it removes what dead runs left
+    behind and makes SIGTERM unwind like Ctrl-C, so teardown still runs.
+    """
+    from chaos.backends.docker.client import connect
+    from chaos.backends.docker.sweep import sweep
+
+    _install_sigterm_handler()
     client = connect()
+    report = sweep(client)
+    if report.removed or report.failed:
+        say(f"raychaos: sweep {report}")
     yield client
     client.close()
 
@@ -218,103 +190,21 @@ def image_builder(docker_client: docker.DockerClient, raychaos_settings: Setting
 
 
 @pytest.fixture
+def raychaos_workload_paths(
+    pytestconfig: pytest.Config, raychaos_settings: Settings
+) -> tuple[Path, ...]:
+    """Workload packages shipped into every node: ini ``raychaos_workloads``, else
+    ``experiments/workloads`` under the rootdir. A suite's conftest may override it."""
+    if raychaos_settings.workload_paths:
+        return raychaos_settings.workload_paths
+    default = pytestconfig.rootpath / "experiments" / "workloads"
+    return (default,) if default.is_dir() else ()
+
+
+@pytest.fixture
 def cluster_spec(request: pytest.FixtureRequest, raychaos_settings: Settings) -> ClusterSpec:
     """What ``ray_cluster`` boots: the ``cluster`` marker over the session settings."""
     return spec_from_marker(request.node.get_closest_marker("cluster"), raychaos_settings)
-
-
-def spec_from_marker(marker: pytest.Mark | None, settings: Settings) -> ClusterSpec:
-    """``@pytest.mark.cluster(topology, **fields)`` → a validated :class:`ClusterSpec`."""
-    base = ClusterSpec(ray_version=settings.ray_version, boot_timeout_s=settings.boot_timeout)
-    args: tuple[Any, ...] = marker.args if marker else ()
-    kwargs: dict[str, Any] = dict(marker.kwargs) if marker else {}
-    topology = kwargs.pop("topology", None) or (args[0] if args else None)
-    if len(args) > 1:
-        raise TypeError(f"cluster marker takes at most one positional argument, got {args!r}")
-    try:
-        if topology:
-            base = load_topology(str(topology)).replace(
-                ray_version=settings.ray_version, boot_timeout_s=settings.boot_timeout
-            )
-        fields = {f: getattr(base, f) for f in base.__dataclass_fields__}
-        fields.update(kwargs)
-        spec = ClusterSpec.from_dict(fields)
-        if settings.image and spec.image is None:
-            spec = spec.replace(image=settings.image)
-        return spec.validate()
-    except SpecError as exc:
-        raise pytest.UsageError(f"@pytest.mark.cluster: {exc}") from None
-
-
-class ClusterFactory:
-    """Boots clusters for one test and removes them afterwards (unless kept for a failure)."""
-
-    def __init__(
-        self,
-        request: pytest.FixtureRequest,
-        client: docker.DockerClient,
-        identity: labels.RunIdentity,
-        builder: ImageBuilder,
-        settings: Settings,
-    ) -> None:
-        self.request = request
-        self.client = client
-        self.identity = identity
-        self.builder = builder
-        self.settings = settings
-        self.clusters: list[Cluster] = []
-
-    def __call__(self, spec: ClusterSpec | None = None, **fields: Any) -> Cluster:
-        """Boot ``spec`` (default: the test's ``cluster`` marker) with ``fields`` replaced."""
-        from chaos.cluster.cluster import Cluster
-
-        if spec is None:
-            spec = spec_from_marker(self.request.node.get_closest_marker("cluster"), self.settings)
-        if fields:
-            spec = spec.replace(**fields)
-        cluster = Cluster(
-            spec,
-            client=self.client,
-            identity=self.identity,
-            test_id=self.request.node.nodeid,
-            builder=self.builder,
-            workload_paths=self.settings.workload_paths,
-            tag=f"t{_counter()}",
-            boot_slots=self.settings.boot_slots or None,
-        )
-        self.clusters.append(cluster)
-        cluster.start()
-        return cluster
-
-    def teardown(self, failed: bool) -> None:
-        from chaos.backends.docker.sweep import keep
-
-        errors: list[ChaosError] = []
-        for cluster in reversed(self.clusters):
-            if failed and self.settings.keep:
-                keep(cluster.key)
-                _say(
-                    f"raychaos: kept cluster {cluster.key} of failed {self.request.node.nodeid}:\n"
-                    f"  docker ps --filter label=raychaos.cluster={cluster.key}\n"
-                    f"  docker exec -it {cluster.head.container.name} ray status\n"
-                    f"  docker logs {cluster.head.container.name}\n"
-                    f"  remove with: raychaos sweep --all"
-                )
-                continue
-            try:
-                cluster.stop()
-            except ChaosError as exc:
-                errors.append(exc)
-        if errors:
-            raise errors[0]
-
-
-_COUNT = [0]
-
-
-def _counter() -> int:
-    _COUNT[0] += 1
-    return _COUNT[0]
 
 
 @pytest.fixture
@@ -324,10 +214,16 @@ def ray_cluster_factory(
     raychaos_identity: labels.RunIdentity,
     image_builder: ImageBuilder,
     raychaos_settings: Settings,
+    raychaos_workload_paths: tuple[Path, ...],
 ) -> Iterator[ClusterFactory]:
     """Call it to boot clusters (custom specs, several per test); all are removed afterwards."""
     factory = ClusterFactory(
-        request, docker_client, raychaos_identity, image_builder, raychaos_settings
+        request,
+        docker_client,
+        raychaos_identity,
+        image_builder,
+        raychaos_settings,
+        raychaos_workload_paths,
     )
     yield factory
     factory.teardown(_failed(request.node))
@@ -341,7 +237,8 @@ def ray_cluster(ray_cluster_factory: ClusterFactory, cluster_spec: ClusterSpec) 
 
 @pytest.fixture
 def nemesis(ray_cluster: Cluster) -> Iterator[Nemesis]:
-    """Faults on ``ray_cluster``; every fault still active is healed at teardown."""
+    """Faults on ``ray_cluster``; every fault still active is healed at teardown. One per
+    test: the ``experiment`` fixture uses this same instance."""
     from chaos.nemesis.nemesis import Nemesis
 
     faults = Nemesis(ray_cluster)
@@ -351,23 +248,19 @@ def nemesis(ray_cluster: Cluster) -> Iterator[Nemesis]:
 
 @pytest.fixture
 def experiment(
-    request: pytest.FixtureRequest, ray_cluster: Cluster, pytestconfig: pytest.Config
+    request: pytest.FixtureRequest,
+    ray_cluster: Cluster,
+    nemesis: Nemesis,
+    pytestconfig: pytest.Config,
 ) -> Iterator[Experiment]:
     """Cluster + nemesis + observer; afterwards heal, check INV-01/INV-02, write evidence."""
     from chaos.experiment import Experiment
-    from chaos.nemesis.nemesis import Nemesis
     from chaos.observer.observer import Observer
 
     observer = Observer(ray_cluster).start()
-    kit = Experiment(ray_cluster, Nemesis(ray_cluster), observer)
+    kit = Experiment(ray_cluster, nemesis, observer)
     # Readiness does not wait for the dashboard; the observer (State API) needs it.
-    if (
-        ray_cluster.history.await_event(
-            lambda e: e.source == "observer" and e.kind == "node_state",
-            timeout=ray_cluster.spec.boot_timeout_s,
-        )
-        is None
-    ):
+    if not observer.wait_first_sample(ray_cluster.spec.boot_timeout_s):
         observer.stop()
         pytest.fail("the State API (dashboard) never answered the observer", pytrace=False)
 
@@ -457,7 +350,4 @@ def _label(item: pytest.Item, claims: list[str]) -> None:
     allure.dynamic.parameter("ray_version", settings.ray_version, excluded=True)
 
 
-def _say(text: str) -> None:
-    stream = sys.__stderr__ or sys.stderr
-    stream.write(text + "\n")
-    stream.flush()
+_say = say

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 _PACKAGE = Path(__file__).resolve().parent
@@ -22,3 +23,9 @@ def fixtures_path(*parts: str) -> Path:
 def agent_path() -> Path:
     """The agent package copied into every container (imported there as ``raychaos_agent``)."""
     return _PACKAGE / "agent" / "raychaos_agent"
+
+
+def default_cache_dir() -> Path:
+    """Wheelhouse, boot-slot locks and kept-cluster markers (``RAYCHAOS_CACHE_DIR``)."""
+    root = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(os.environ.get("RAYCHAOS_CACHE_DIR", str(Path(root) / "raychaos")))

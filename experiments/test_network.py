@@ -12,7 +12,7 @@ import pytest
 from chaos.check.bands import fault_to_node_dead, injected
 from chaos.check.knobs import FAST_HEALTH_CHECKS
 from chaos.check.strikes import stays_dead
-from chaos.cluster.cluster import Node
+from chaos.cluster.node import Node
 from chaos.errors import WorkloadTimeout
 from chaos.experiment import Experiment
 from chaos.nemesis.nemesis import Fault

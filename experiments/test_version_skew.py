@@ -8,7 +8,6 @@ interpreter is another Python patch release joins with and without
 
 from __future__ import annotations
 
-import datetime as dt
 from typing import Any
 
 import pytest
@@ -16,10 +15,11 @@ import pytest
 from chaos import labels
 from chaos.backends.docker import python_patch
 from chaos.backends.docker.images import ImageBuilder
-from chaos.cluster.cluster import GCS_PORT, Cluster
+from chaos.cluster.cluster import Cluster
+from chaos.cluster.plan import GCS_PORT
 from chaos.cluster.spec import NodeSpec
 from chaos.errors import PythonPatchUnavailable
-from chaos.plugin import ClusterFactory
+from chaos.testkit import ClusterFactory
 from chaos.settings import Settings
 from chaos.waits import poll
 
@@ -63,13 +63,6 @@ def patch_image(
     return tag, interpreter
 
 
-def _started_at(cluster: Cluster, node: str) -> float:
-    container = cluster.node(node).container
-    container.reload()
-    raw = container.attrs["State"]["StartedAt"][:26].rstrip("Z")
-    return dt.datetime.fromisoformat(raw).replace(tzinfo=dt.UTC).timestamp()
-
-
 def _ray_start_ended(cluster: Cluster, node: str) -> tuple[int, str]:
     """Wait (bounded) for ``ray start`` on ``node`` to exit; its exit code and output.
 
@@ -83,7 +76,7 @@ def _ray_start_ended(cluster: Cluster, node: str) -> tuple[int, str]:
     rc = int(cluster.exec(node, ["cat", "/raychaos/state/ray-start.rc"]).output.strip())
     log = cluster.exec(node, ["cat", "/raychaos/state/ray-start.log"]).output
     mtime = float(cluster.exec(node, ["stat", "-c", "%Y", "/raychaos/state/ray-start.rc"]).output)
-    took = mtime - _started_at(cluster, node)
+    took = mtime - cluster.backend.started_at(node)
     cluster.history.record("checker", "measurement", name="ray start → exit (s)", value=took)
     assert took <= REJECT_WITHIN_S, f"ray start on {node} took {took:.0f} s"
     return rc, log
@@ -188,9 +181,7 @@ def other_release_venv(cluster: Cluster, source: str, target: str, path: str) ->
     A driver needs a raylet on its own host, so the skewed driver runs on the driver node with
     the other release's interpreter, exactly as a user with a mismatched venv would.
     """
-    stream, _ = cluster.node(source).container.get_archive("/opt/ray")
-    client = cluster.client.api
-    assert client.put_archive(str(cluster.node(target).container.id), "/tmp", stream)
+    cluster.backend.copy(source, "/opt/ray", target, "/tmp")
     assert cluster.exec(target, ["mv", "/tmp/ray", path]).exit_code == 0
     return f"{path}/bin/python"
 

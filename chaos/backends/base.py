@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol, get_args
 
 if TYPE_CHECKING:
     import ipaddress
@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 
 #: What a backend says about a node's host (container, pod): the words Docker uses.
 HostState = Literal["created", "running", "paused", "restarting", "exited", "dead", "gone"]
+HOST_STATES: frozenset[str] = frozenset(get_args(HostState))
 
 
 @dataclass(frozen=True)

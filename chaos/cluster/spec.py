@@ -256,7 +256,7 @@ class ClusterSpec:
         """Names of every Ray node this spec boots, head first, driver last."""
         names = [self.head.name]
         for group in self.workers:
-            names.extend(_group_names(group))
+            names.extend(group_names(group))
         if self.driver:
             names.append("driver")
         return names
@@ -285,7 +285,7 @@ class ClusterSpec:
         return cls(**values)
 
 
-def _group_names(group: NodeSpec) -> list[str]:
+def group_names(group: NodeSpec) -> list[str]:
     if group.count == 1:
         return [group.name]
     return [f"{group.name}-{i}" for i in range(1, group.count + 1)]

@@ -9,14 +9,16 @@ the history through ``docker exec``. While the GCS or the head is down it record
 from __future__ import annotations
 
 import threading
+import time
 from typing import TYPE_CHECKING, Any
 
-from chaos.backends.docker.execstream import ExecStream
+from chaos.observer.history import Kind, Source
 
 if TYPE_CHECKING:
+    from chaos.backends.base import Stream
     from chaos.cluster.cluster import Cluster
 
-SOURCE = "observer"
+SOURCE = Source.OBSERVER
 
 
 class Observer:
@@ -29,7 +31,7 @@ class Observer:
         self.period = period
         self.actors = actors
         self.pgs = pgs
-        self._stream: ExecStream | None = None
+        self._stream: Stream | None = None
         self._stopped = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -55,15 +57,27 @@ class Observer:
         # If the node hosting the observer restarts, start it again (bounded by stop()).
         while not self._stopped.is_set():
             try:
-                self._stream = self.cluster.stream(
+                stream = self.cluster.stream(
                     self.cluster.driver.name, self._argv(), source=SOURCE, bound_s=3600
                 )
             except Exception:  # noqa: BLE001 - the host node is down: try again shortly
                 self._stopped.wait(1.0)
                 continue
-            while self._stream.running and not self._stopped.is_set():
-                self._stream.wait(0.5)
+            self._stream = stream
+            while stream.running and not self._stopped.is_set():
+                stream.wait(0.5)
             self._stopped.wait(1.0)
+
+    def wait_first_sample(self, timeout: float) -> bool:
+        """True once the State API answered the observer (its first node sample arrived)."""
+        deadline = time.monotonic() + timeout
+        while (left := deadline - time.monotonic()) > 0:
+            stream = self._stream
+            if stream is not None and stream.wait_event({Kind.NODE_STATE}, min(left, 1.0)):
+                return True
+            if stream is None:
+                self._stopped.wait(min(left, 0.25))
+        return False
 
     def stop(self) -> None:
         self._stopped.set()
@@ -75,6 +89,6 @@ class Observer:
     def latest_nodes(self) -> dict[str, dict[str, Any]]:
         """Last seen state of every Ray node id."""
         latest: dict[str, dict[str, Any]] = {}
-        for event in self.cluster.history.events("node_state", source=SOURCE):
+        for event in self.cluster.history.events(Kind.NODE_STATE, source=SOURCE):
             latest[str(event.get("node_id"))] = event.fields
         return latest

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from chaos.backends.docker.execstream import ExecStream
 from chaos.errors import WorkloadError, WorkloadTimeout
-from chaos.observer.history import Event, History
+from chaos.observer.history import Event, History, Kind
+
+if TYPE_CHECKING:
+    from chaos.backends.base import Stream
 
 
 @dataclass(frozen=True)
@@ -62,7 +64,7 @@ class WorkloadRaised(AssertionError):
 
 
 @dataclass(frozen=True)
-class Outcome:
+class WorkloadOutcome:
     """How a workload ended: a value, or the error its function raised."""
 
     value: Any = None
@@ -78,7 +80,7 @@ class Outcome:
 class WorkloadRun:
     """A running workload: its events, its outcome, and a way to stop it."""
 
-    def __init__(self, target: str, stream: ExecStream, history: History, timeout: float) -> None:
+    def __init__(self, target: str, stream: Stream, history: History, timeout: float) -> None:
         self.target = target
         self.stream = stream
         self.history = history
@@ -116,7 +118,7 @@ class WorkloadRun:
                 exc.message, hint=f"{ended}; {exc.hint}; output: {self.stream.tail(5)}"
             ) from None
 
-    def outcome(self, timeout: float | None = None) -> Outcome:
+    def outcome(self, timeout: float | None = None) -> WorkloadOutcome:
         """Wait for the workload to end (at most ``timeout``, default its bound) and return how."""
         bound = self.timeout if timeout is None else timeout
         if not self.stream.wait(bound):
@@ -126,11 +128,13 @@ class WorkloadRun:
                 hint=f"it was stopped; last output: {self.stream.tail(10)}",
             )
         for event in reversed(self.events()):
-            if event.kind == "result":
-                return Outcome(value=event.get("value"), t=event.t)
-            if event.kind == "error":
-                return Outcome(error=RemoteError.from_json(event.get("error") or {}), t=event.t)
-            if event.kind == "harness_error":
+            if event.kind == Kind.RESULT:
+                return WorkloadOutcome(value=event.get("value"), t=event.t)
+            if event.kind == Kind.ERROR:
+                return WorkloadOutcome(
+                    error=RemoteError.from_json(event.get("error") or {}), t=event.t
+                )
+            if event.kind == Kind.HARNESS_ERROR:
                 raise WorkloadError(
                     f"workload {self.target} could not be started: {event.get('message')}",
                     hint="check the module path and the keyword arguments",

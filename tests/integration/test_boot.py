@@ -13,8 +13,11 @@ import docker
 import pytest
 from tenacity import Retrying, stop_after_delay, wait_fixed
 
+from chaos.backends.docker import docker_backend
+from chaos.backends.docker.backend import DockerBackend
 from chaos.backends.docker.images import ImageBuilder
-from chaos.cluster.cluster import DEFAULT_CPU_SHARES, START_RETRIES, Cluster
+from chaos.cluster.cluster import Cluster
+from chaos.cluster.readiness import DEFAULT_CPU_SHARES, START_RETRIES
 from chaos.cluster.spec import ClusterSpec, NodeSpec
 from chaos.errors import ClusterBootTimeout, WorkloadError
 from chaos.labels import RunIdentity
@@ -44,7 +47,9 @@ def test_three_pinned_tasks_run_on_three_distinct_nodes(ray_cluster: Cluster) ->
     driver_event = run.wait_for("driver_connected", timeout=5)[0]
     assert driver_event.get("driver_node") == ray_cluster.node("driver").node_id
     # Every node has the limits the spec asked for.
-    worker = ray_cluster.node("worker-1").container
+    backend = ray_cluster.backend
+    assert isinstance(backend, DockerBackend)
+    worker = backend.containers["worker-1"]
     worker.reload()
     host_config = worker.attrs["HostConfig"]
     assert host_config["Memory"] == 2 * 1024**3
@@ -63,9 +68,7 @@ def test_pid_1_is_not_ray_start_so_a_raylet_can_die_alone(ray_cluster: Cluster) 
     for attempt in Retrying(stop=stop_after_delay(15), wait=wait_fixed(0.5), reraise=True):
         with attempt:
             assert ray_cluster.exec("worker-1", ["pgrep", "-x", "raylet"]).exit_code == 1
-    worker = ray_cluster.node("worker-1").container
-    worker.reload()
-    assert worker.status == "running", "the container (the host) outlives its raylet"
+    assert ray_cluster.backend.state("worker-1") == "running", "the host outlives its raylet"
 
 
 def test_a_node_that_cannot_start_fails_the_boot_fast_with_its_log(
@@ -74,9 +77,14 @@ def test_a_node_that_cannot_start_fails_the_boot_fast_with_its_log(
     spec = ClusterSpec(
         workers=(NodeSpec(name="worker", extra_args=("--no-such-flag",)),), boot_timeout_s=120
     )
-    cluster = Cluster(
-        spec, client=docker_client, builder=image_builder, identity=raychaos_identity, tag="bad"
+    backend = docker_backend(
+        spec.name,
+        client=docker_client,
+        builder=image_builder,
+        identity=raychaos_identity,
+        tag="bad",
     )
+    cluster = Cluster(spec, backend)
     with pytest.raises(ClusterBootTimeout) as info, cluster:
         pass
     failed_at = time.time()
@@ -93,7 +101,7 @@ def test_a_node_that_cannot_start_fails_the_boot_fast_with_its_log(
     assert "no-such-flag" in text, "the failed node's last log lines are in the error"
     assert "--- ray status ---" in text
     assert ours(docker_client, raychaos_identity.run_id) == [] or all(
-        cluster.key not in o for o in ours(docker_client, raychaos_identity.run_id)
+        backend.key not in o for o in ours(docker_client, raychaos_identity.run_id)
     ), "a failed start tears down what it created"
 
 
@@ -119,7 +127,7 @@ import time
 
 def test_hangs(ray_cluster, tmp_path_factory):
     print("BOOTED", flush=True)
-    open({marker!r}, "w").write(ray_cluster.key)
+    open({marker!r}, "w").write(ray_cluster.backend.key)
     time.sleep(600)
 """
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from chaos import labels
+from chaos.backends.docker import docker_backend
 from chaos.backends.docker.client import call
 from chaos.backends.docker.images import ImageBuilder
 from chaos.cluster.cluster import Cluster
@@ -104,13 +105,16 @@ def boot_harness(
     identity: labels.RunIdentity,
     index: int,
 ) -> BootSample:
-    cluster = Cluster(spec, client=client, identity=identity, builder=builder, tag=f"h{index}")
+    backend = docker_backend(
+        spec.name, client=client, builder=builder, identity=identity, tag=f"h{index}"
+    )
+    cluster = Cluster(spec, backend)
     try:
         started = time.monotonic()
         cluster.start()
         seconds = time.monotonic() - started
         return BootSample(
-            seconds, _peaks(client, {n.name: str(n.container.id) for n in cluster.ray_nodes()})
+            seconds, _peaks(client, {n: str(c.id) for n, c in backend.containers.items()})
         )
     finally:
         cluster.stop()

@@ -1,7 +1,9 @@
 """A process inside a container, streamed live through ``docker exec``.
 
-Lines the agent marks (``@@raychaos {json}``) become :class:`~chaos.history.Event` s in the
-history as they arrive; every other line is kept as output. The process is bounded inside the
+Lines the agent marks (``@@raychaos {json}``) become :class:`~chaos.observer.history.Event` s
+as they arrive: in the stream's own channel (:meth:`ExecStream.events`, which readiness and
+INV-01 read) and in the experiment's history (the evidence log); every other line is kept as
+output. The process is bounded inside the
 container by coreutils ``timeout``, so a lost host can never leave it running forever.
 """
 
@@ -14,8 +16,9 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from chaos.backends.base import EventSink
 from chaos.backends.docker.client import call
-from chaos.observer.history import Event, History
+from chaos.observer.history import Event, Kind
 
 if TYPE_CHECKING:
     from docker.models.containers import Container
@@ -34,18 +37,20 @@ class ExecStream:
         argv: Sequence[str],
         *,
         source: str,
-        history: History,
+        sink: EventSink,
         env: Mapping[str, str] | None = None,
         bound_s: float,
     ) -> None:
         self.container = container
         self.source = source
-        self.history = history
+        self.sink = sink
         self.argv = list(argv)
         self.output: list[str] = []
         self.exit_code: int | None = None
         self.pid: int | None = None
         self._ended = threading.Event()
+        self._events: list[Event] = []
+        self._arrived = threading.Condition()
         bounded = ["timeout", f"--kill-after={KILL_AFTER_S}", f"{bound_s:.0f}", *self.argv]
         assert container.client is not None
         api = container.client.api
@@ -81,8 +86,16 @@ class ExecStream:
         finally:
             self.exit_code = self._inspect_exit()
             self._ended.set()
-            # Wake anyone waiting on the history: this producer will say nothing more.
-            self.history.record(self.source, "exec_ended", exit_code=self.exit_code)
+            # Wake anyone waiting: this producer will say nothing more.
+            self._deliver(
+                Event(time.time(), self.source, Kind.EXEC_ENDED, {"exit_code": self.exit_code})
+            )
+
+    def _deliver(self, event: Event) -> None:
+        with self._arrived:
+            self._events.append(event)
+            self._arrived.notify_all()
+        self.sink(event)
 
     def _line(self, raw: bytes) -> None:
         # Events from tasks and actors reach the driver through Ray's log forwarding, which
@@ -98,7 +111,7 @@ class ExecStream:
             kind = str(data.pop("event", "unknown"))
             if self.pid is None and isinstance(data.get("pid"), int):
                 self.pid = data["pid"]
-            self.history.append(Event(t=t, source=self.source, kind=kind, fields=data))
+            self._deliver(Event(t=t, source=self.source, kind=kind, fields=data))
         else:
             self.output.append(raw.decode(errors="replace").rstrip("\r"))
 
@@ -119,6 +132,21 @@ class ExecStream:
     @property
     def running(self) -> bool:
         return not self._ended.is_set()
+
+    def events(self) -> list[Event]:
+        with self._arrived:
+            return list(self._events)
+
+    def wait_event(self, kinds: set[str], timeout: float) -> Event | None:
+        """The first event of one of ``kinds``, waiting at most ``timeout``; None if none."""
+        deadline = time.monotonic() + timeout
+        with self._arrived:
+            while True:
+                hit = next((e for e in self._events if e.kind in kinds), None)
+                left = deadline - time.monotonic()
+                if hit is not None or left <= 0:
+                    return hit
+                self._arrived.wait(left)
 
     def wait(self, timeout: float) -> bool:
         """True once the process has ended (within ``timeout``)."""

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from chaos import labels
 from chaos.backends.docker.client import call, translated
 from chaos.errors import ImageBuildError
-from chaos.resources import fixtures_path
+from chaos.resources import default_cache_dir, fixtures_path
 
 if TYPE_CHECKING:
     import docker
@@ -39,11 +39,6 @@ _PLATFORMS = {
     "x86_64": ("manylinux2014_x86_64", "manylinux_2_17_x86_64", "manylinux_2_28_x86_64"),
     "aarch64": ("manylinux2014_aarch64", "manylinux_2_17_aarch64", "manylinux_2_28_aarch64"),
 }
-
-
-def default_cache_dir() -> Path:
-    root = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(os.environ.get("RAYCHAOS_CACHE_DIR", str(Path(root) / "raychaos")))
 
 
 def ray_image_tag(ray_version: str, python: str) -> str:

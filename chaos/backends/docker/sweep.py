@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from chaos import labels
-from chaos.backends.docker.images import default_cache_dir
+from chaos.resources import default_cache_dir
 
 if TYPE_CHECKING:
     import docker

@@ -1,0 +1,331 @@
+"""The Docker backend: a cluster plan realised as containers on one internal bridge network.
+
+One container per host, fixed addresses on the cluster's own network (a restarted node keeps
+its IP), ``shm_size`` covering the object store, cgroup memory (and optional CPU) limits, no
+published ports. Everything goes through the Docker API, so a remote engine
+(``DOCKER_HOST=ssh://…``) works the same. Every object carries the run's labels.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import ipaddress
+import tarfile
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from chaos import labels
+from chaos.backends.base import HOST_STATES, EventSink, ExecResult, HostState
+from chaos.backends.docker.client import call, translated
+from chaos.backends.docker.execstream import ExecStream
+from chaos.backends.docker.images import ImageBuilder
+from chaos.cluster.plan import LIB_DIR
+from chaos.errors import DockerOperationError, WorkloadError
+from chaos.resources import agent_path
+
+if TYPE_CHECKING:
+    import docker
+    from docker.models.containers import Container
+    from docker.models.networks import Network
+
+    from chaos.cluster.plan import NodePlan
+
+#: How often to ask the daemon for a free subnet when a concurrent run takes it first.
+NETWORK_ATTEMPTS = 5
+
+
+class DockerBackend:
+    """The Docker objects of one cluster, created and removed through one client."""
+
+    kind = "docker"
+
+    def __init__(
+        self,
+        client: docker.DockerClient,
+        *,
+        builder: ImageBuilder,
+        identity: labels.RunIdentity,
+        key: str,
+        test_id: str = "",
+        workload_paths: Sequence[Path] = (),
+    ) -> None:
+        self.client = client
+        self.builder = builder
+        self.identity = identity
+        #: The ``raychaos.cluster`` label and name prefix of every object of this cluster.
+        self.key = key
+        self.test_id = test_id
+        self.workload_paths = tuple(workload_paths)
+        self.containers: dict[str, Container] = {}
+        self.network: Network | None = None
+        self.volumes: list[str] = []
+        self._lib_tar: bytes | None = None
+
+    # -- life cycle ----------------------------------------------------------------------
+    def ensure_image(self, ray_version: str, python: str) -> str:
+        return self.builder.ensure(ray_version, python)
+
+    def ensure_base_image(self, python: str) -> str:
+        return self.builder.ensure_base(python)
+
+    def create_network(self) -> ipaddress.IPv4Network:
+        import docker.types
+
+        owner = self._labels()
+        last_error: Exception | None = None
+        for _ in range(NETWORK_ATTEMPTS):
+            # Ask the daemon for a free subnet, then pin it, so nodes can have fixed addresses.
+            probe = call(
+                "create network",
+                lambda: self.client.networks.create(
+                    self.key + "-probe", driver="bridge", internal=True, labels=owner
+                ),
+            )
+            try:
+                subnet = ipaddress.ip_network(probe.attrs["IPAM"]["Config"][0]["Subnet"])
+            finally:
+                call("remove network", probe.remove)
+            if not isinstance(subnet, ipaddress.IPv4Network):
+                raise DockerOperationError(f"daemon gave an IPv6 subnet {subnet}")
+            gateway = str(subnet.network_address + 1)
+            ipam = docker.types.IPAMConfig(
+                pool_configs=[docker.types.IPAMPool(subnet=str(subnet), gateway=gateway)]
+            )
+            try:
+                with translated("create network"):
+                    self.network = self.client.networks.create(
+                        self.key,
+                        driver="bridge",
+                        internal=True,
+                        ipam=ipam,
+                        labels=owner,
+                        check_duplicate=True,
+                    )
+            except DockerOperationError as exc:
+                last_error = exc  # another run took the subnet in between: ask again
+                continue
+            return subnet
+        raise DockerOperationError(f"could not create network {self.key}: {last_error}")
+
+    def create_volume(self, purpose: str) -> str:
+        name = f"{self.key}-{purpose}"[:63]
+        call("create volume", lambda: self.client.volumes.create(name, labels=self._labels()))
+        self.volumes.append(name)
+        return name
+
+    def start_node(self, node: NodePlan) -> None:
+        assert self.network is not None, "create_network first"
+        api = self.client.api
+        full_name = f"{self.key}-{node.name}"[:63].rstrip("-")
+        host_config: dict[str, Any] = {
+            "shm_size": node.shm_bytes,
+            "mem_limit": node.memory_bytes,
+            "memswap_limit": node.memory_bytes,
+            "nano_cpus": int(node.cpu_limit * 1e9) if node.cpu_limit else None,
+            "binds": {v: {"bind": p, "mode": "rw"} for v, p in node.volumes.items()} or None,
+            "tmpfs": dict(node.tmpfs) or None,
+        }
+        with translated(f"create container {full_name}"):
+            created = api.create_container(
+                node.image,
+                command=list(node.argv),
+                entrypoint=list(node.entrypoint) if node.entrypoint else None,
+                name=full_name,
+                hostname=node.name,
+                environment=dict(node.env),
+                labels=self._labels(role=node.role, node=node.name),
+                host_config=api.create_host_config(
+                    init=True,
+                    cap_add=["NET_ADMIN"],
+                    **{k: v for k, v in host_config.items() if v is not None},
+                ),
+                networking_config=api.create_networking_config(
+                    {
+                        str(self.network.name): api.create_endpoint_config(
+                            ipv4_address=node.ip, aliases=[node.name]
+                        )
+                    }  # type: ignore[arg-type]
+                ),
+                detach=True,
+            )
+            container = self.client.containers.get(created["Id"])
+            self.containers[node.name] = container
+            if node.ship_lib:
+                container.put_archive("/", self._lib_archive())
+            container.start()
+
+    def teardown(self) -> list[str]:
+        failures: list[str] = []
+        for container in self._all_containers():
+            try:
+                container.remove(force=True, v=True)
+            except Exception as exc:  # noqa: BLE001 - keep going: teardown must not stop halfway
+                # Gone already, or the daemon is removing it (a concurrent sweep): both fine.
+                if "No such container" not in str(exc) and "already in progress" not in str(exc):
+                    failures.append(f"container {container.name}: {exc}")
+        if self.network is not None:
+            try:
+                self.network.remove()
+            except Exception as exc:  # noqa: BLE001 - keep going: teardown must not stop halfway
+                if "not found" not in str(exc):
+                    failures.append(f"network {self.network.name}: {exc}")
+        for volume in self.volumes:
+            try:
+                self.client.volumes.get(volume).remove(force=True)
+            except Exception as exc:  # noqa: BLE001 - keep going: teardown must not stop halfway
+                if "no such volume" not in str(exc).lower():
+                    failures.append(f"volume {volume}: {exc}")
+        return failures
+
+    def describe(self, node: str) -> str:
+        return str(self._container(node).name)
+
+    def inspect_hints(self, node: str) -> list[str]:
+        name = self.describe(node)
+        return [
+            f"docker ps --filter label={labels.CLUSTER}={self.key}",
+            f"docker exec -it {name} ray status",
+            f"docker logs {name}",
+        ]
+
+    # -- inside a node -------------------------------------------------------------------
+    def exec(
+        self, node: str, argv: Sequence[str], *, timeout: float, env: Mapping[str, str]
+    ) -> ExecResult:
+        container = self._container(node)
+        bounded = ["timeout", "--kill-after=5", f"{timeout:.0f}", *argv]
+        result = call(
+            f"exec {argv[0]} in {container.name}",
+            lambda: container.exec_run(bounded, environment=dict(env)),
+        )
+        output = result.output if isinstance(result.output, bytes) else b"".join(result.output)
+        return ExecResult(int(result.exit_code or 0), output.decode(errors="replace"))
+
+    def stream(
+        self,
+        node: str,
+        argv: Sequence[str],
+        *,
+        source: str,
+        sink: EventSink,
+        env: Mapping[str, str],
+        bound_s: float,
+    ) -> ExecStream:
+        return ExecStream(
+            self._container(node), argv, source=source, sink=sink, env=env, bound_s=bound_s
+        )
+
+    def copy(self, src: str, path: str, dst: str, dest_dir: str) -> None:
+        source, target = self._container(src), self._container(dst)
+        with translated(f"copy {path} from {source.name} to {target.name}"):
+            stream, _ = source.get_archive(path)
+            if not target.put_archive(dest_dir, b"".join(stream)):
+                raise DockerOperationError(f"copy {path} into {target.name}:{dest_dir} refused")
+
+    # -- the host as a whole ----------------------------------------------------------------
+    def state(self, node: str) -> HostState:
+        import docker.errors
+
+        container = self._container(node)
+        try:
+            container.reload()
+        except docker.errors.NotFound:
+            return "gone"
+        status = str(container.status)
+        return status if status in HOST_STATES else "gone"  # type: ignore[return-value]
+
+    def started_at(self, node: str) -> float:
+        container = self._container(node)
+        call(f"inspect {container.name}", container.reload)
+        raw = str(container.attrs["State"]["StartedAt"])[:26].rstrip("Z")
+        return datetime.fromisoformat(raw + "+00:00").timestamp()
+
+    def kill(self, node: str) -> None:
+        import docker.errors
+
+        container = self._container(node)
+        # Processes first, inside the still-networked container, then the container: the
+        # kernel closes their sockets while the veth is up, so peers get the FIN/RST a
+        # crashed process's kernel sends. A bare `docker kill` races network teardown under
+        # load (CI: a driver's NodeDiedError came 13 s after DEAD instead of at once).
+        with contextlib.suppress(Exception):  # paused or already gone: the kill below does it
+            container.exec_run(["kill", "-9", "-1"])
+        with contextlib.suppress(docker.errors.APIError):  # already exited by itself
+            container.kill("SIGKILL")
+
+    def restart(self, node: str) -> None:
+        container = self._container(node)
+        call(f"restart {container.name}", lambda: container.restart(timeout=5))
+
+    def pause(self, node: str) -> None:
+        container = self._container(node)
+        call(f"pause {container.name}", container.pause)
+
+    def unpause(self, node: str) -> None:
+        container = self._container(node)
+        call(f"unpause {container.name}", container.unpause)
+
+    def logs(self, node: str, *, tail: int, since: float | None = None) -> str:
+        container = self._container(node)
+        raw = call(
+            f"logs of {container.name}",
+            lambda: container.logs(tail=tail, since=since) if since else container.logs(tail=tail),
+        )
+        return bytes(raw).decode(errors="replace")
+
+    def set_cpu_weight(self, node: str, weight: int) -> None:
+        # A node that is gone or being removed needs no share; never fail a boot for it.
+        with contextlib.suppress(Exception):
+            self._container(node).update(cpu_shares=weight)
+
+    # -- helpers ---------------------------------------------------------------------------
+    def _container(self, node: str) -> Container:
+        try:
+            return self.containers[node]
+        except KeyError:
+            raise WorkloadError(
+                f"no container for node {node!r} in {self.key}",
+                hint=f"nodes: {', '.join(self.containers) or 'none started'}",
+            ) from None
+
+    def _labels(self, **extra: str) -> dict[str, str]:
+        return self.identity.labels(test=self.test_id[:200], cluster=self.key, **extra)
+
+    def _lib_archive(self) -> bytes:
+        """The agent and the workload packages, as a tar rooted at ``/`` (built once)."""
+        if self._lib_tar is None:
+            buffer = io.BytesIO()
+            with tarfile.open(fileobj=buffer, mode="w") as tar:
+                for source in [agent_path(), *self.workload_paths]:
+                    if not source.is_dir():
+                        raise WorkloadError(
+                            f"workload package {source} does not exist",
+                            hint="set raychaos_workloads (ini) to directories of Python packages",
+                        )
+                    tar.add(
+                        str(source),
+                        arcname=f"{LIB_DIR.lstrip('/')}/{source.name}",
+                        filter=_skip_caches,
+                    )
+            self._lib_tar = buffer.getvalue()
+        return self._lib_tar
+
+    def _all_containers(self) -> list[Container]:
+        """Every container of this cluster: the ones we hold, and any found by its label."""
+        found = {c.id: c for c in self.containers.values()}
+        with contextlib.suppress(Exception):  # removal of the ones we hold goes ahead anyway
+            for container in self.client.containers.list(
+                all=True, ignore_removed=True, filters={"label": f"{labels.CLUSTER}={self.key}"}
+            ):
+                found.setdefault(container.id, container)
+        return list(found.values())
+
+
+def _skip_caches(info: tarfile.TarInfo) -> tarfile.TarInfo | None:
+    if "__pycache__" in info.name or info.name.endswith(".pyc"):
+        return None
+    info.uid = info.gid = 0
+    return info

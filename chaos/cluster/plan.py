@@ -1,0 +1,262 @@
+"""A cluster's layout, computed once from its spec: names, addresses, images, argv, env, limits.
+
+The plan is a frozen value and a pure function of the spec, the subnet the backend gave and
+the images it resolved, so what a backend will create can be read (and tested) before anything
+exists. Backends realise it; nothing re-reads the spec node by node.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Literal
+
+from chaos.cluster.spec import ClusterSpec, NodeSpec, group_names, parse_size
+
+Role = Literal["head", "worker", "driver", "redis"]
+GCS_PORT = 6379
+REDIS_PORT = 6379
+DASHBOARD_PORT = 8265
+#: Fixed per-node agent ports. With port 0 (Ray's default) the raylet waits a hard-coded 15 s
+#: for each agent's port file and aborts when a loaded machine starts the agents slower; a
+#: port passed to the raylet (metrics agent, metrics export, runtime env) skips its wait. The
+#: listen port is never passed to the raylet, so that wait stays (see chaos.cluster.boot_slots).
+#: Each node has its own network namespace: no clashes.
+AGENT_PORTS = {
+    "--metrics-export-port": 8080,
+    "--dashboard-agent-grpc-port": 8081,
+    "--runtime-env-agent-port": 8082,
+    "--dashboard-agent-listen-port": 52365,
+}
+RAY_LOGS = "/tmp/ray/session_latest/logs"
+#: Where shipped code (agent, workloads) lives in every node; on the image's PYTHONPATH.
+LIB_DIR = "/raychaos/lib"
+GCS_STORAGE_DIR = "/raychaos/gcs"
+NODE_ENTRY = "/usr/local/bin/raychaos-node-entry"
+#: Redis's own memory limit: it holds a few MB of GCS tables.
+REDIS_MEMORY = 256 * 1024**2
+#: Host part of fixed addresses inside the cluster's subnet.
+HOSTS = {"head": 10, "driver": 11, "redis": 12}
+FIRST_WORKER_HOST = 20
+LAST_HOST = 250
+#: The zero-CPU node that hosts workload drivers.
+DRIVER_SPEC = NodeSpec(name="driver", num_cpus=0, memory="1g", object_store="100m")
+
+#: (Ray version, image) for a node spec; the backend builds the image on first use.
+ImageFor = Callable[[NodeSpec], tuple[str, str]]
+
+
+@dataclass(frozen=True)
+class NodePlan:
+    """One host of the cluster as the backend will create it."""
+
+    name: str
+    role: Role
+    ip: str
+    image: str
+    #: The node's ``ray start`` (or Redis) command line.
+    argv: tuple[str, ...]
+    env: Mapping[str, str]
+    #: None: the image's own entry point (Redis); otherwise our node entry.
+    entrypoint: tuple[str, ...] | None
+    memory_bytes: int
+    shm_bytes: int | None = None
+    cpu_limit: float | None = None
+    tmpfs: Mapping[str, str] = field(default_factory=dict)
+    #: volume name → mount path.
+    volumes: Mapping[str, str] = field(default_factory=dict)
+    #: Copy the agent and workload packages in before the node starts.
+    ship_lib: bool = True
+    ray_version: str | None = None
+    spec: NodeSpec | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "env", MappingProxyType(dict(self.env)))
+        object.__setattr__(self, "tmpfs", MappingProxyType(dict(self.tmpfs)))
+        object.__setattr__(self, "volumes", MappingProxyType(dict(self.volumes)))
+
+    @property
+    def expect_join(self) -> bool:
+        return self.role != "redis" and (self.spec is None or self.spec.expect_join)
+
+
+@dataclass(frozen=True)
+class ClusterPlan:
+    """Every host of one cluster, head first, Redis (if any) last."""
+
+    name: str
+    subnet: ipaddress.IPv4Network
+    nodes: tuple[NodePlan, ...]
+    redis_password: str | None = None
+
+    @property
+    def head_ip(self) -> str:
+        return address(self.subnet, HOSTS["head"])
+
+    @property
+    def gcs_address(self) -> str:
+        return f"{self.head_ip}:{GCS_PORT}"
+
+    @property
+    def dashboard_url(self) -> str:
+        return f"http://{self.head_ip}:{DASHBOARD_PORT}"
+
+    def node(self, name: str) -> NodePlan:
+        return next(n for n in self.nodes if n.name == name)
+
+
+def address(subnet: ipaddress.IPv4Network, host: int) -> str:
+    return str(subnet.network_address + host)
+
+
+def plan_cluster(
+    spec: ClusterSpec,
+    *,
+    subnet: ipaddress.IPv4Network,
+    image_for: ImageFor,
+    base_image: str | None = None,
+    redis_password: str | None = None,
+    gcs_volume: str | None = None,
+) -> ClusterPlan:
+    """The whole layout of ``spec`` in ``subnet``. Redis needs ``base_image`` and a password."""
+    head_ip = address(subnet, HOSTS["head"])
+    ctx = _Context(spec, head_ip, image_for, redis_password, gcs_volume, subnet)
+    nodes = [ctx.node(spec.head.name, "head", spec.head, head_ip)]
+    host = FIRST_WORKER_HOST
+    for group in spec.workers:
+        for name in group_names(group):
+            nodes.append(ctx.node(name, "worker", group, address(subnet, host)))
+            host += 1
+    if spec.driver:
+        nodes.append(ctx.node("driver", "driver", DRIVER_SPEC, address(subnet, HOSTS["driver"])))
+    if spec.gcs_ft == "redis":
+        if base_image is None or redis_password is None:
+            raise ValueError("a Redis GCS needs a base image and a password")
+        nodes.append(redis_plan(address(subnet, HOSTS["redis"]), base_image, redis_password))
+    return ClusterPlan(spec.name, subnet, tuple(nodes), redis_password)
+
+
+def plan_group(
+    spec: ClusterSpec,
+    group: NodeSpec,
+    *,
+    subnet: ipaddress.IPv4Network,
+    taken: set[str],
+    image_for: ImageFor,
+) -> list[NodePlan]:
+    """Hosts for a worker group added to a running cluster, on addresses not in ``taken``."""
+    ctx = _Context(spec, address(subnet, HOSTS["head"]), image_for, None, None, subnet)
+    free = (h for h in range(FIRST_WORKER_HOST, LAST_HOST) if address(subnet, h) not in taken)
+    return [
+        ctx.node(name, "worker", group, address(subnet, next(free))) for name in group_names(group)
+    ]
+
+
+def redis_plan(ip: str, image: str, password: str) -> NodePlan:
+    argv = (
+        "redis-server",
+        "--port",
+        str(REDIS_PORT),
+        "--bind",
+        "0.0.0.0",  # noqa: S104 - the cluster network only; no port is published
+        "--protected-mode",
+        "no",
+        "--appendonly",
+        "yes",
+        "--dir",
+        "/var/lib/redis",
+        "--save",
+        "",
+    )
+    return NodePlan(
+        name="redis",
+        role="redis",
+        ip=ip,
+        image=image,
+        argv=(*argv, "--requirepass", password),
+        env={},
+        entrypoint=None,
+        memory_bytes=REDIS_MEMORY,
+        ship_lib=False,
+    )
+
+
+@dataclass(frozen=True)
+class _Context:
+    spec: ClusterSpec
+    head_ip: str
+    image_for: ImageFor
+    redis_password: str | None
+    gcs_volume: str | None
+    subnet: ipaddress.IPv4Network
+
+    def node(self, name: str, role: Role, node: NodeSpec, ip: str) -> NodePlan:
+        version, image = self.image_for(node)
+        volumes = {}
+        if role == "head" and self.spec.gcs_ft == "rocksdb" and self.gcs_volume:
+            volumes[self.gcs_volume] = GCS_STORAGE_DIR
+        return NodePlan(
+            name=name,
+            role=role,
+            ip=ip,
+            image=image,
+            argv=tuple(self.ray_start_argv(name, role, node, ip)),
+            env=self.env(role, node),
+            entrypoint=(NODE_ENTRY,),
+            memory_bytes=node.memory_bytes,
+            shm_bytes=node.shm_bytes,
+            cpu_limit=node.cpu_limit,
+            tmpfs=node.tmpfs,
+            volumes=volumes,
+            ray_version=version,
+            spec=node,
+        )
+
+    def ray_start_argv(self, name: str, role: Role, node: NodeSpec, ip: str) -> list[str]:
+        """The ``ray start`` command line of one node (no ``--block``: see node-entry.sh)."""
+        argv = ["ray", "start", f"--node-ip-address={ip}", "--disable-usage-stats"]
+        if role == "head":
+            argv += [
+                "--head",
+                f"--port={GCS_PORT}",
+                "--dashboard-host=0.0.0.0",  # cluster network only, no published port
+                f"--dashboard-port={DASHBOARD_PORT}",
+                "--include-dashboard=true",
+            ]
+            if self.redis_password:
+                argv.append(f"--redis-password={self.redis_password}")
+        else:
+            argv.append(f"--address={node.head_address or f'{self.head_ip}:{GCS_PORT}'}")
+        argv += [
+            f"--num-cpus={_num(node.num_cpus)}",
+            f"--num-gpus={_num(node.num_gpus)}",
+            f"--object-store-memory={node.object_store_bytes}",
+        ]
+        if node.ray_memory is not None:
+            argv.append(f"--memory={parse_size(node.ray_memory, 'ray_memory')}")
+        if node.resources:
+            argv.append(f"--resources={json.dumps(dict(node.resources))}")
+        node_labels = {"raychaos/node": name, **dict(node.labels)}
+        argv.append("--labels=" + ",".join(f"{k}={v}" for k, v in node_labels.items()))
+        given = {arg.split("=", 1)[0] for arg in node.extra_args}
+        argv += [f"{flag}={port}" for flag, port in AGENT_PORTS.items() if flag not in given]
+        argv += list(node.extra_args)
+        return argv
+
+    def env(self, role: Role, node: NodeSpec) -> dict[str, str]:
+        env = {"RAY_USAGE_STATS_ENABLED": "0", "RAYCHAOS_NODE": node.name}
+        env.update(self.spec.env)
+        env.update(node.env)
+        if role == "head" and self.spec.gcs_ft == "redis":
+            env["RAY_REDIS_ADDRESS"] = f"{address(self.subnet, HOSTS['redis'])}:{REDIS_PORT}"
+        if role == "head" and self.spec.gcs_ft == "rocksdb":
+            env.setdefault("RAY_gcs_storage", "rocksdb")
+            env.setdefault("RAY_gcs_storage_path", GCS_STORAGE_DIR)
+        return env
+
+
+def _num(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else str(value)

@@ -1,0 +1,159 @@
+"""Readiness: every expected node ALIVE in the GCS, as a probe inside the cluster reports it.
+
+The probe (``raychaos_agent.ready``) is a Ray driver on a node of the cluster; its verdict
+arrives on its own stream's channel, not through the evidence log. A node whose ``ray start``
+dies (its raylet aborts when the dashboard agent misses a hard-coded 15 s port-file wait on an
+overloaded machine) is restarted up to :data:`START_RETRIES` times; the history says so.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING
+
+from chaos.errors import ClusterBootTimeout
+from chaos.observer.history import Kind, Source
+
+if TYPE_CHECKING:
+    from chaos.backends.base import Stream
+    from chaos.cluster.cluster import Cluster
+    from chaos.cluster.node import Node
+
+#: How often a node whose `ray start` died is restarted before the boot fails.
+START_RETRIES = 2
+#: cgroup CPU weights: a booting node outweighs running ones 8:1 (see ``boot_priority``).
+DEFAULT_CPU_SHARES = 1024
+BOOT_CPU_SHARES = 8192
+#: The line node-entry.sh prints when `ray start` returns.
+START_EXITED = "raychaos: ray start exited with"
+
+
+def wait_ready(cluster: Cluster, timeout: float, nodes: Iterable[Node] | None = None) -> None:
+    """Block until every expected node is ALIVE in the GCS; learn their Ray node ids.
+
+    A node that had a Ray node id before (a restart) must come back under a new one.
+    """
+    expected = [n for n in (nodes or cluster.nodes.values()) if n.expect_join]
+    stale = [i for n in expected for i in ([n.node_id] if n.node_id else [])]
+    stale += [i for n in expected for i in n.past_node_ids]
+    deadline = time.monotonic() + timeout
+    argv = [
+        "python",
+        "-u",
+        "-m",
+        "raychaos_agent.ready",
+        "--address",
+        cluster.plan.gcs_address,
+        "--expect",
+        ",".join(n.ip for n in expected),
+    ]
+    if stale:
+        argv += ["--ignore-ids", ",".join(stale)]
+    # The probe is a driver and needs a raylet of the same cluster beside it: after a head
+    # restart without persistence only the head's raylet belongs to the new cluster.
+    host = cluster.head if cluster.head in expected else cluster.driver
+    source = cluster.next_source("ready")
+    retries: dict[str, int] = {}
+    with boot_priority(cluster, expected):
+        probe = cluster.stream(host.name, argv, source=source, bound_s=timeout)
+        while True:
+            # Read "ended" before the events: the stream delivers every line before it ends,
+            # so an ended probe's "ready" is already in its channel.
+            ended = not probe.running
+            ready = [e for e in probe.events() if e.kind == Kind.READY]
+            if ready:
+                by_ip = ready[-1].get("nodes", {})
+                for node in expected:
+                    node.set_node_id(by_ip[node.ip])
+                return
+            failed = failed_nodes(cluster, expected)
+            if failed and all(retries.get(n, 0) < START_RETRIES for n in failed):
+                for name, why in failed.items():
+                    retries[name] = retries.get(name, 0) + 1
+                    cluster.history.record(
+                        Source.HARNESS,
+                        Kind.NODE_START_RETRIED,
+                        node=name,
+                        why=why,
+                        attempt=retries[name],
+                    )
+                    cluster.restart(name)
+                if host.name in failed:  # the restart killed the probe too
+                    probe.stop()
+                    remaining = max(1.0, deadline - time.monotonic())
+                    probe = cluster.stream(host.name, argv, source=source, bound_s=remaining)
+                continue
+            if failed or ended or time.monotonic() > deadline:
+                probe.stop()
+                raise boot_error(cluster, expected, failed, timeout, probe)
+            probe.wait_event({Kind.READY, Kind.EXEC_ENDED}, timeout=1.0)
+
+
+@contextlib.contextmanager
+def boot_priority(cluster: Cluster, nodes: Iterable[Node]) -> Iterator[None]:
+    """Give booting nodes a larger CPU share than running ones for the duration.
+
+    A starting raylet aborts when its dashboard agent has not written its port file within
+    a hard-coded 15 s; on a small machine running other experiments, the weight is what
+    lets the agent's imports finish in time. Only matters under contention.
+    """
+    names = [n.name for n in nodes]
+    for name in names:
+        cluster.backend.set_cpu_weight(name, BOOT_CPU_SHARES)
+    try:
+        yield
+    finally:
+        for name in names:
+            cluster.backend.set_cpu_weight(name, DEFAULT_CPU_SHARES)
+
+
+def failed_nodes(cluster: Cluster, nodes: Iterable[Node]) -> dict[str, str]:
+    """Nodes whose host is gone or stopped, or whose ``ray start`` exited non-zero."""
+    failed: dict[str, str] = {}
+    for node in nodes:
+        state = cluster.backend.state(node.name)
+        if state not in {"running", "created"}:
+            failed[node.name] = f"host {state}"
+            continue
+        try:
+            tail = cluster.backend.logs(node.name, tail=3, since=cluster.log_since(node.name))
+        except Exception as exc:  # noqa: BLE001 - a log we cannot read is no verdict
+            tail = f"(log unavailable: {exc})"
+        for line in tail.splitlines():
+            if line.startswith(START_EXITED) and not line.endswith(" 0"):
+                failed[node.name] = line.removeprefix("raychaos: ")
+    return failed
+
+
+def boot_error(
+    cluster: Cluster, expected: list[Node], failed: dict[str, str], timeout: float, probe: Stream
+) -> ClusterBootTimeout:
+    alive = {
+        e.get("node_ip")
+        for e in probe.events()
+        if e.kind == Kind.NODE_STATE and e.get("state") == "ALIVE"
+    }
+    lines = [
+        f"  {n.name} ({n.ip}): {failed.get(n.name) or ('ALIVE' if n.ip in alive else 'not ALIVE')}"
+        for n in expected
+    ]
+    culprit = next(iter(failed), None) or next(
+        (n.name for n in expected if n.ip not in alive), cluster.head.name
+    )
+    if failed:
+        why = f"{', '.join(failed)} failed"
+    elif not probe.running:
+        why = f"the readiness probe ended (exit {probe.exit_code}) before all were ALIVE"
+    else:
+        why = f"not all nodes ALIVE after {timeout:.0f} s"
+    return ClusterBootTimeout(
+        f"cluster {cluster.spec.name} not ready: {why}\n"
+        + "\n".join(lines)
+        + f"\n--- last log lines of {culprit} ---\n{cluster.logs(culprit, tail=15)}"
+        + f"\n--- ray status ---\n{cluster.ray_status(timeout=20)}"
+        + f"\n--- readiness probe ---\n{probe.tail(5)}",
+        hint="raise boot_timeout_s (--raychaos-boot-timeout) on a loaded machine, or keep "
+        "the cluster (--raychaos-keep) and inspect it",
+    )

@@ -1,0 +1,147 @@
+"""What the pytest fixtures build: specs from markers, clusters per test, and their teardown.
+
+Kept out of :mod:`chaos.plugin` so the plugin stays hooks and thin fixtures (pytest-docker's
+"context manager first, thin fixture second").
+"""
+
+from __future__ import annotations
+
+import itertools
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from chaos.cluster.spec import ClusterSpec, load_topology
+from chaos.errors import ChaosError, SpecError
+
+if TYPE_CHECKING:
+    import docker
+
+    from chaos import labels
+    from chaos.backends.docker.images import ImageBuilder
+    from chaos.cluster.cluster import Cluster
+    from chaos.settings import Settings
+
+#: Fixtures and markers whose use makes a test a raychaos test (and wakes the plugin up).
+FIXTURES = frozenset(
+    {
+        "ray_cluster",
+        "ray_cluster_factory",
+        "nemesis",
+        "experiment",
+        "docker_client",
+        "image_builder",
+        "raychaos_settings",
+        "raychaos_identity",
+        "raychaos_session",
+    }
+)
+MARKERS = ("cluster", "claim")
+
+_TAGS = itertools.count(1)
+
+
+def uses_raychaos(item: pytest.Item) -> bool:
+    """True when ``item`` uses a raychaos fixture or marker."""
+    names = set(getattr(item, "fixturenames", ()))
+    return bool(names & FIXTURES) or any(item.get_closest_marker(m) for m in MARKERS)
+
+
+def spec_from_marker(marker: pytest.Mark | None, settings: Settings) -> ClusterSpec:
+    """``@pytest.mark.cluster(topology, **fields)`` → a validated :class:`ClusterSpec`."""
+    base = ClusterSpec(ray_version=settings.ray_version, boot_timeout_s=settings.boot_timeout)
+    args: tuple[Any, ...] = marker.args if marker else ()
+    kwargs: dict[str, Any] = dict(marker.kwargs) if marker else {}
+    topology = kwargs.pop("topology", None) or (args[0] if args else None)
+    if len(args) > 1:
+        raise TypeError(f"cluster marker takes at most one positional argument, got {args!r}")
+    try:
+        if topology:
+            base = load_topology(str(topology)).replace(
+                ray_version=settings.ray_version, boot_timeout_s=settings.boot_timeout
+            )
+        fields = {f: getattr(base, f) for f in base.__dataclass_fields__}
+        fields.update(kwargs)
+        spec = ClusterSpec.from_dict(fields)
+        if settings.image and spec.image is None:
+            spec = spec.replace(image=settings.image)
+        return spec.validate()
+    except SpecError as exc:
+        raise pytest.UsageError(f"@pytest.mark.cluster: {exc}") from None
+
+
+class ClusterFactory:
+    """Boots clusters for one test and removes them afterwards (unless kept for a failure)."""
+
+    def __init__(
+        self,
+        request: pytest.FixtureRequest,
+        client: docker.DockerClient,
+        identity: labels.RunIdentity,
+        builder: ImageBuilder,
+        settings: Settings,
+        workload_paths: Sequence[Path],
+    ) -> None:
+        self.request = request
+        self.client = client
+        self.identity = identity
+        self.builder = builder
+        self.settings = settings
+        self.workload_paths = tuple(workload_paths)
+        self.clusters: list[Cluster] = []
+
+    def __call__(self, spec: ClusterSpec | None = None, **fields: Any) -> Cluster:
+        """Boot ``spec`` (default: the test's ``cluster`` marker) with ``fields`` replaced."""
+        from chaos.backends.docker import docker_backend
+        from chaos.cluster.cluster import Cluster
+
+        if spec is None:
+            spec = spec_from_marker(self.request.node.get_closest_marker("cluster"), self.settings)
+        if fields:
+            spec = spec.replace(**fields)
+        backend = docker_backend(
+            spec.name,
+            client=self.client,
+            builder=self.builder,
+            identity=self.identity,
+            tag=f"t{next(_TAGS)}",
+            test_id=self.request.node.nodeid,
+            workload_paths=self.workload_paths,
+        )
+        cluster = Cluster(spec, backend, boot_slots=self.settings.boot_slots or None)
+        self.clusters.append(cluster)
+        cluster.start()
+        return cluster
+
+    def teardown(self, failed: bool) -> None:
+        from chaos.backends.docker.sweep import keep
+
+        errors: list[ChaosError] = []
+        for cluster in reversed(self.clusters):
+            key = getattr(cluster.backend, "key", None)
+            if failed and self.settings.keep and key:
+                keep(key)
+                hints = "\n".join(
+                    f"  {line}" for line in cluster.backend.inspect_hints(cluster.head.name)
+                )
+                say(
+                    f"raychaos: kept cluster {key} of failed {self.request.node.nodeid}:\n"
+                    f"{hints}\n  remove with: raychaos sweep --all"
+                )
+                continue
+            try:
+                cluster.stop()
+            except ChaosError as exc:
+                errors.append(exc)
+        if errors:
+            raise errors[0]
+
+
+def say(text: str) -> None:
+    """A line on the real terminal, even from inside pytest's capture or an xdist worker."""
+    stream = sys.__stderr__ or sys.stderr
+    stream.write(text + "\n")
+    stream.flush()
