@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from chaos.cluster.spec import DEFAULT_RAY_VERSION, _check_version
+from chaos.errors import SpecError
 
 
 class SettingError(ValueError):
@@ -46,8 +47,11 @@ def _positive_seconds(raw: str) -> float:
 def _ray_version(raw: str) -> str:
     try:
         _check_version(raw, "ray version")
-    except ValueError as exc:
-        raise SettingError(f"expected a Ray release such as 2.60.0, got {raw!r}") from exc
+    except SpecError as exc:
+        hint = f" — {exc.hint}" if exc.hint and "nearest" in exc.hint else ""
+        raise SettingError(
+            f"expected a released Ray version such as 2.60.0, got {raw!r}{hint}"
+        ) from None
     return raw
 
 

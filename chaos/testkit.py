@@ -18,9 +18,8 @@ from chaos.cluster.spec import ClusterSpec, load_topology
 from chaos.errors import ChaosError, SpecError
 
 if TYPE_CHECKING:
-    import docker
-
     from chaos import labels
+    from chaos.backends.docker import DockerClient
     from chaos.backends.docker.images import ImageBuilder
     from chaos.cluster.cluster import Cluster
     from chaos.settings import Settings
@@ -79,7 +78,7 @@ class ClusterFactory:
     def __init__(
         self,
         request: pytest.FixtureRequest,
-        client: docker.DockerClient,
+        client: DockerClient,
         identity: labels.RunIdentity,
         builder: ImageBuilder,
         settings: Settings,

@@ -12,8 +12,11 @@ from typing import Any
 
 import pytest
 
-from chaos.check.knobs import AFTER_DEATH_S, FAST_HEALTH_CHECKS
-from chaos.check.strikes import (
+from chaos.check import (
+    AFTER_DEATH_S,
+    FAST_HEALTH_CHECKS,
+    KILL_NODE,
+    KILL_PROCESS,
     actor_states,
     at_least,
     await_dead,
@@ -64,7 +67,7 @@ def test_actor_without_restarts_dies_with_its_process_or_node(
     version = raychaos_settings.ray_version
 
     run = cluster.run("workloads.actors:actor_dies", on="worker-2", kill="host", timeout=300)
-    kill, _ = strike_on(experiment, run, "actor_alive", how="pid")
+    kill, _ = strike_on(experiment, run, "actor_alive", KILL_PROCESS)
     seen = run.result(timeout=240)
     check_died(seen["errors"], version)
     final = experiment.measure(
@@ -78,7 +81,7 @@ def test_actor_without_restarts_dies_with_its_process_or_node(
 
     victim_id = str(cluster.node("worker-1").node_id)
     run = cluster.run("workloads.actors:actor_dies", on="worker-1", kill="host", timeout=300)
-    kill, alive = strike_on(experiment, run, "actor_alive", how="node")
+    kill, alive = strike_on(experiment, run, "actor_alive", KILL_NODE)
     assert alive.get("node_id") == victim_id
     seen = run.result(timeout=240)
     check_died(seen["errors"], version)
@@ -134,17 +137,17 @@ def test_restarted_actor_loses_state_and_moves_off_a_dead_node(
     version = raychaos_settings.ray_version
 
     run = cluster.run("workloads.actors:actor_restarts", on="worker-1", kill="host", timeout=400)
-    strike_on(experiment, run, "actor_alive", how="pid")
-    strike_on(experiment, run, "actor_alive", how="pid", count=2)
+    strike_on(experiment, run, "actor_alive", KILL_PROCESS)
+    strike_on(experiment, run, "actor_alive", KILL_PROCESS, count=2)
     seen = run.result(timeout=300)
     first = check_restarts(experiment, seen, version, "WORKER_DIED")
     assert first["after_node_name"] == "worker-1", "a process death restarts on its own node"
     experiment.measure("ACTOR-02 process kill → restarted (s)", first["restart_s"])
 
     run = cluster.run("workloads.actors:actor_restarts", on="worker-2", kill="host", timeout=400)
-    kill, alive = strike_on(experiment, run, "actor_alive", how="node")
+    kill, alive = strike_on(experiment, run, "actor_alive", KILL_NODE)
     assert alive.get("node_name") == "worker-2"
-    strike_on(experiment, run, "actor_alive", how="node", count=2)
+    strike_on(experiment, run, "actor_alive", KILL_NODE, count=2)
     seen = run.result(timeout=300)
     first = check_restarts(experiment, seen, version, "NODE_DIED")
     assert first["after_node_name"] in ("worker-1", "worker-3"), first["after_node_name"]
@@ -154,7 +157,7 @@ def test_restarted_actor_loses_state_and_moves_off_a_dead_node(
     )
     assert back <= band.high + AFTER_DEATH_S, f"restarted {back} s after the node kill"
     # This workload does not poll ray.nodes(); the observer proves the death (its timing is
-    # recorded, not held against the band: see strikes.await_dead).
+    # recorded, not held against the band: see chaos.check.deaths.await_dead).
     await_dead(experiment, kill, str(alive.get("node_id")), "ACTOR-02 node kill")
 
 
@@ -193,7 +196,7 @@ def test_calls_during_a_restart_and_owner_death(
         kill="host",
         timeout=300,
     )
-    kill, _ = strike_on(experiment, run, "parent_alive", how="pid")
+    kill, _ = strike_on(experiment, run, "parent_alive", KILL_PROCESS)
     seen = run.result(timeout=240)
     check_died(seen["child_errors"], version)
     gone = experiment.measure(
@@ -224,7 +227,7 @@ def test_actor_task_output_is_reconstructed_only_with_task_retries(
         max_task_retries=0,
         timeout=300,
     )
-    kill, ready = strike_on(experiment, run, "object_ready")
+    kill, ready = strike_on(experiment, run, "object_ready", KILL_NODE)
     assert ready.get("node_name") == "worker-1"
     seen = run.result(timeout=240)
     err = seen["error"]
@@ -249,7 +252,7 @@ def test_actor_task_output_is_reconstructed_only_with_task_retries(
         max_task_retries=-1,
         timeout=300,
     )
-    kill, ready = strike_on(experiment, run, "object_ready")
+    kill, ready = strike_on(experiment, run, "object_ready", KILL_NODE)
     assert ready.get("node_name") == "worker-2"
     seen = run.result(timeout=240)
     assert seen["error"] is None and seen["value"]["nbytes"] == 4 * MB, seen

@@ -9,12 +9,13 @@ Workloads: ``workloads.advice`` and SCHED-02's ``workloads.scheduling:place_seri
 from __future__ import annotations
 
 import pytest
-from test_scheduling import HYBRID, WORKERS_2X4, worker_counts
 
-from chaos.check.evidence import record
+from chaos.check import record
 from chaos.cluster.spec import NodeSpec
 from chaos.experiment import Experiment
 from chaos.waits import poll
+
+from .test_scheduling import HYBRID, WORKERS_2X4, worker_counts
 
 KNOB = "SCHEDULER_TASKS_USE_THROUGHPUT_SCHEDULER"
 RUNBOOK_OPTIONS = ("--memory-monitor-interval-ms=100", "--raylet-death-on-oom=false")

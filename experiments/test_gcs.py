@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from chaos.check.knobs import FAST_HEALTH_CHECKS, GCS_RECONNECT, GCS_RECONNECT_S
+from chaos.check import FAST_HEALTH_CHECKS, GCS_RECONNECT, GCS_RECONNECT_S
 from chaos.experiment import Experiment
 from chaos.waits import wait_until
 

@@ -9,13 +9,11 @@ import time
 
 import pytest
 
-from chaos.check.bands import fault_to_node_dead, injected
-from chaos.check.knobs import FAST_HEALTH_CHECKS
-from chaos.check.strikes import stays_dead
+from chaos.check import FAST_HEALTH_CHECKS, fault_to_node_dead, injected, stays_dead
 from chaos.cluster.node import Node
 from chaos.errors import WorkloadTimeout
 from chaos.experiment import Experiment
-from chaos.nemesis.nemesis import Fault
+from chaos.nemesis import Fault
 from chaos.waits import wait_until
 
 #: After the node is DEAD, how long a retry may take to finish elsewhere (an 8 s task).

@@ -12,10 +12,13 @@ from typing import Any
 
 import pytest
 
-from chaos.check.knobs import FAST_HEALTH_CHECKS
-from chaos.check.strikes import (
+from chaos.check import (
     DEATH_REASON,
+    FAST_HEALTH_CHECKS,
+    KILL_NODE,
+    KILL_RAYLET,
     MISSED_HEARTBEATS,
+    STOP_RAY,
     at_least,
     attempts,
     await_dead,
@@ -27,7 +30,7 @@ from chaos.check.strikes import (
     strike_on,
 )
 from chaos.experiment import Experiment
-from chaos.nemesis.nemesis import Fault
+from chaos.nemesis import Fault, Nemesis
 from chaos.settings import Settings
 from chaos.workload.run import WorkloadRun
 
@@ -82,10 +85,13 @@ def test_killed_node_killed_raylet_and_graceful_stop(
     band = experiment.node_death_band()
     version = raychaos_settings.ray_version
 
-    for claim, name, how in (("NODE-01", "worker-1", "node"), ("NODE-02", "worker-2", "raylet")):
+    for claim, name, how, strike in (
+        ("NODE-01", "worker-1", "node", KILL_NODE),
+        ("NODE-02", "worker-2", "raylet", KILL_RAYLET),
+    ):
         node = cluster.node(name)
         run = cluster.run("workloads.nodes:node_death", on=name, timeout=300)
-        fault, busy = strike_on(experiment, run, "node_busy", how=how)
+        fault, busy = strike_on(experiment, run, "node_busy", strike)
         assert busy.get("node_id") == node.node_id
         seen = run.result(timeout=240)
         check_record(seen, "UNEXPECTED_TERMINATION", MISSED_HEARTBEATS, version)
@@ -96,7 +102,7 @@ def test_killed_node_killed_raylet_and_graceful_stop(
 
     node = cluster.node("worker-3")
     run = cluster.run("workloads.nodes:node_death", on="worker-3", timeout=300)
-    fault, busy = strike_on(experiment, run, "node_busy", how="stop")
+    fault, busy = strike_on(experiment, run, "node_busy", STOP_RAY)
     seen = run.result(timeout=240)
     check_record(seen, "EXPECTED_TERMINATION", "received SIGTERM", version)
     check_work_failed(experiment, fault, seen, "NODE-04 ray stop")
@@ -124,17 +130,16 @@ def test_restarted_node_joins_under_a_new_id(experiment: Experiment) -> None:
     cluster = experiment.cluster
     band = experiment.node_death_band()
 
-    for name, kill in (("worker-1", "node"), ("worker-2", "raylet")):
+    for name, kill, strike_node in (
+        ("worker-1", "node", Nemesis.kill_node),
+        ("worker-2", "raylet", Nemesis.kill_raylet),
+    ):
         node = cluster.node(name)
         old = str(node.node_id)
         run = cluster.run("workloads.nodes:node_rejoins", on=name, timeout=300)
         known = run.wait_for("node_known", timeout=120)[0]
         assert known.get("node_id") == old and known.get("ip") == node.ip
-        fault = (
-            experiment.nemesis.kill_node(name)
-            if kill == "node"
-            else experiment.nemesis.kill_raylet(name)
-        )
+        fault = strike_node(experiment.nemesis, name)
         dead = run.wait_for("old_node_dead", timeout=band.high + 30)[0]
         dead_in_band(experiment, fault, dead.get("t_dead_seen"), f"NODE-03 {kill} kill")
         await_dead(experiment, fault, old, f"NODE-03 {kill} kill")

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from chaos.check.evidence import record
+from chaos.check import record
 from chaos.experiment import Experiment
 
 HEAD_STORE = {"num_cpus": 2, "object_store": "100m"}

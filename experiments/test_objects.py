@@ -12,8 +12,18 @@ from typing import Any
 
 import pytest
 
-from chaos.check.knobs import AFTER_DEATH_S, FAST_HEALTH_CHECKS
-from chaos.check.strikes import at_least, attempts, await_dead, dead_in_band, since, strike_on
+from chaos.check import (
+    AFTER_DEATH_S,
+    FAST_HEALTH_CHECKS,
+    KILL_NODE,
+    KILL_PROCESS,
+    at_least,
+    attempts,
+    await_dead,
+    dead_in_band,
+    since,
+    strike_on,
+)
 from chaos.experiment import Experiment
 from chaos.settings import Settings
 
@@ -59,7 +69,7 @@ def test_lost_output_is_reconstructed_only_with_retries(
         reader="worker-2",
         timeout=300,
     )
-    kill, ready = strike_on(experiment, run, "object_ready")
+    kill, ready = strike_on(experiment, run, "object_ready", KILL_NODE)
     assert ready.get("node_name") == "worker-1", "the only copy must be on worker-1"
     seen = run.result(timeout=240)
     assert seen["task_error"] is None and seen["task_value"]["nbytes"] == 4 * MB, seen
@@ -82,7 +92,7 @@ def test_lost_output_is_reconstructed_only_with_retries(
         reader="worker-3",
         timeout=300,
     )
-    kill, ready = strike_on(experiment, run, "object_ready")
+    kill, ready = strike_on(experiment, run, "object_ready", KILL_NODE)
     assert ready.get("node_name") == "worker-2", "the only copy must be on worker-2"
     seen = run.result(timeout=240)
     reason = "OBJECT_UNRECONSTRUCTABLE_RETRIES_DISABLED"
@@ -117,9 +127,9 @@ def test_object_lost_again_after_its_budget_is_unrecoverable(
         read_via="driver",
         timeout=400,
     )
-    first_kill, first = strike_on(experiment, run, "object_ready")
+    first_kill, first = strike_on(experiment, run, "object_ready", KILL_NODE)
     assert first.get("node_name") == "worker-1"
-    second_kill, second = strike_on(experiment, run, "object_ready", count=2)
+    second_kill, second = strike_on(experiment, run, "object_ready", KILL_NODE, count=2)
     assert second.get("node_name") not in (None, "worker-1"), "reconstructed elsewhere"
     seen = run.result(timeout=240)
     check_lost(
@@ -163,7 +173,7 @@ def test_owner_death_loses_the_object_a_secondary_copy_does_not(experiment: Expe
         read_on="worker-1",
         timeout=300,
     )
-    kill, owner = strike_on(experiment, run, "owner_ready", how="pid")
+    kill, owner = strike_on(experiment, run, "owner_ready", KILL_PROCESS)
     assert owner.get("node_name") == "worker-2"
     seen = run.result(timeout=240)
     err = seen["driver_error"]
@@ -180,7 +190,7 @@ def test_owner_death_loses_the_object_a_secondary_copy_does_not(experiment: Expe
     run = cluster.run(
         "workloads.objects:put_secondary_copy", copy_on="worker-1", read_on="worker-2", timeout=300
     )
-    kill, copy = strike_on(experiment, run, "secondary_copy")
+    kill, copy = strike_on(experiment, run, "secondary_copy", KILL_NODE)
     assert copy.get("node_name") == "worker-1"
     seen = run.result(timeout=240)
     assert seen["task_error"] is None and seen["task_value"]["nbytes"] == 4 * MB, seen
@@ -205,7 +215,7 @@ def test_evicted_lineage_makes_a_loss_unrecoverable(
     reconstructed, so the cap is the cause."""
     cluster = experiment.cluster
     run = cluster.run("workloads.objects:lineage_evicted", on="worker-1", timeout=400)
-    kill, ready = strike_on(experiment, run, "object_ready")
+    kill, ready = strike_on(experiment, run, "object_ready", KILL_NODE)
     seen = run.result(timeout=300)
     assert seen["RAY_max_lineage_bytes"] == "100000", "the cap must reach the driver (owner)"
     assert len(seen["objects"]) == 12
@@ -221,7 +231,7 @@ def test_evicted_lineage_makes_a_loss_unrecoverable(
     await_dead(experiment, kill, str(ready.get("node_id")), "OBJ-06 kill")
 
     run = cluster.run("workloads.objects:lineage_evicted", on="worker-2", count=3, timeout=400)
-    kill, ready = strike_on(experiment, run, "object_ready")
+    kill, ready = strike_on(experiment, run, "object_ready", KILL_NODE)
     seen = run.result(timeout=300)
     assert [row.get("error") for row in seen["objects"]] == [None] * 3, seen["objects"]
     assert [row["executions"] for row in seen["objects"]] == [2] * 3, seen["objects"]

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from chaos.check.evidence import attach, record, status_now
+from chaos.check import attach, record, status_now
 from chaos.cluster.spec import NodeSpec
 from chaos.experiment import Experiment
 from chaos.waits import poll

@@ -12,8 +12,7 @@ from typing import Any
 
 import pytest
 
-from chaos.check.evidence import record, status_now
-from chaos.check.knobs import FAST_HEALTH_CHECKS
+from chaos.check import FAST_HEALTH_CHECKS, record, status_now
 from chaos.experiment import Experiment
 
 WORKERS_2X4 = [{"name": "worker", "count": 2, "num_cpus": 4}]

@@ -11,8 +11,17 @@ from typing import Any
 
 import pytest
 
-from chaos.check.knobs import AFTER_DEATH_S, FAST_HEALTH_CHECKS
-from chaos.check.strikes import at_least, attempts, await_dead, dead_in_band, since, strike_on
+from chaos.check import (
+    AFTER_DEATH_S,
+    FAST_HEALTH_CHECKS,
+    KILL_NODE,
+    at_least,
+    attempts,
+    await_dead,
+    dead_in_band,
+    since,
+    strike_on,
+)
 from chaos.experiment import Experiment
 from chaos.settings import Settings
 
@@ -121,7 +130,7 @@ def test_node_death_fails_or_retries_its_task(
     run = cluster.run(
         "workloads.tasks:task_on_dying_node", on="worker-1", max_retries=0, timeout=300
     )
-    kill, running = strike_on(experiment, run, "task_running")
+    kill, running = strike_on(experiment, run, "task_running", KILL_NODE)
     assert running.get("node_id") == victim_id, "the task must run on worker-1"
     seen = run.result(timeout=240)
     err = seen["error"]
@@ -148,7 +157,7 @@ def test_node_death_fails_or_retries_its_task(
         retry_exceptions=False,
         timeout=300,
     )
-    kill, running = strike_on(experiment, run, "task_running")
+    kill, running = strike_on(experiment, run, "task_running", KILL_NODE)
     assert running.get("node_id") == victim_id, "the first execution must run on worker-2"
     seen = run.result(timeout=240)
     assert seen["error"] is None, f"the retry must succeed: {seen['error']}"

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from chaos.check.evidence import record
+from chaos.check import record
 from chaos.experiment import Experiment
 
 HEAD_T = {"num_cpus": 4, "resources": {"special": 1}}

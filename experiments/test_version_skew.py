@@ -19,8 +19,8 @@ from chaos.cluster.cluster import Cluster
 from chaos.cluster.plan import GCS_PORT
 from chaos.cluster.spec import NodeSpec
 from chaos.errors import PythonPatchUnavailable
-from chaos.testkit import ClusterFactory
 from chaos.settings import Settings
+from chaos.testkit import ClusterFactory
 from chaos.waits import poll
 
 #: Each Ray release under test, and the one it is skewed against.

@@ -83,6 +83,14 @@ class Backend(Protocol):
         """An image reference holding Ray ``ray_version`` on Python ``python`` (built once)."""
         ...
 
+    def require_image(self, image: str) -> None:
+        """Raise a one-line ChaosError unless ``image`` is present (or can be fetched)."""
+        ...
+
+    def cpus(self) -> int:
+        """CPUs of the engine's machine (cgroup CPU limits cannot exceed it)."""
+        ...
+
     def ensure_base_image(self, python: str) -> str:
         """An image with Python and the system tools, without Ray (Redis runs from it)."""
         ...

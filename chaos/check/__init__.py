@@ -1,1 +1,105 @@
-"""The checker role: bands, windows, strikes and evidence over an experiment's history."""
+"""The checker role: what an experiment asserts about Ray, and the evidence it records.
+
+Everything a chaos experiment needs to judge an outcome, importable by any suite::
+
+    from chaos.check import FAST_HEALTH_CHECKS, KILL_NODE, dead_in_band, since, strike_on
+
+- :mod:`~chaos.check.knobs`: the knob presets experiments (and topologies, by name) run with.
+- :mod:`~chaos.check.bands`: the death band those knobs imply.
+- :mod:`~chaos.check.windows`: seconds from a fault to an outcome, read from the history.
+- :mod:`~chaos.check.strikes`: faults aimed by a workload's event (:data:`KILL_NODE` …).
+- :mod:`~chaos.check.deaths`: a node is DEAD within the band, and stays DEAD.
+- :mod:`~chaos.check.states`: State API rows reduced to what an assertion compares.
+- :mod:`~chaos.check.logs`, :mod:`~chaos.check.versions`: Ray's log clocks and releases.
+- :mod:`~chaos.check.evidence`: ``ray status`` and measurements in the report.
+"""
+
+from chaos.check.bands import (
+    HEALTH_CHECK_DEFAULTS,
+    OBSERVER_SLACK_S,
+    Band,
+    health_check_knob,
+    node_death_band,
+)
+from chaos.check.deaths import (
+    DEATH_REASON,
+    MISSED_HEARTBEATS,
+    await_dead,
+    dead_in_band,
+    stays_dead,
+)
+from chaos.check.evidence import attach, record, status_now
+from chaos.check.knobs import (
+    AFTER_DEATH_S,
+    FAST_HEALTH_CHECKS,
+    GCS_RECONNECT,
+    GCS_RECONNECT_S,
+    PRESETS,
+)
+from chaos.check.logs import logged_at
+from chaos.check.states import actor_states, attempts, death_cause
+from chaos.check.strikes import (
+    KILL_NODE,
+    KILL_PROCESS,
+    KILL_RAYLET,
+    STOP_RAY,
+    Strike,
+    strike_on,
+    victim_node,
+    victim_pid,
+)
+from chaos.check.versions import at_least
+from chaos.check.windows import (
+    WithHistory,
+    fault_to_actor_alive,
+    fault_to_event,
+    fault_to_node_dead,
+    first,
+    injected,
+    node_dead_event,
+    since,
+    unobservable_window,
+)
+
+__all__ = [
+    "AFTER_DEATH_S",
+    "DEATH_REASON",
+    "FAST_HEALTH_CHECKS",
+    "GCS_RECONNECT",
+    "GCS_RECONNECT_S",
+    "HEALTH_CHECK_DEFAULTS",
+    "KILL_NODE",
+    "KILL_PROCESS",
+    "KILL_RAYLET",
+    "MISSED_HEARTBEATS",
+    "OBSERVER_SLACK_S",
+    "PRESETS",
+    "STOP_RAY",
+    "Band",
+    "Strike",
+    "WithHistory",
+    "actor_states",
+    "at_least",
+    "attach",
+    "attempts",
+    "await_dead",
+    "dead_in_band",
+    "death_cause",
+    "fault_to_actor_alive",
+    "fault_to_event",
+    "fault_to_node_dead",
+    "first",
+    "health_check_knob",
+    "injected",
+    "logged_at",
+    "node_dead_event",
+    "node_death_band",
+    "record",
+    "since",
+    "status_now",
+    "stays_dead",
+    "strike_on",
+    "unobservable_window",
+    "victim_node",
+    "victim_pid",
+]

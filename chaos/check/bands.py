@@ -1,15 +1,14 @@
-"""Recovery windows measured from the history, and the bands Ray's knobs imply.
+"""The bands Ray's knobs imply: when a dead node must be declared DEAD, at the earliest and latest.
 
-A window is (fault inject → outcome event), in seconds of wall-clock time; an experiment
-compares it with the band derived from the knobs in effect, never with a guess.
+An experiment holds a measured window (see :mod:`chaos.check.windows`) against the band
+derived from the knobs its cluster runs with, never against a guessed constant: a band that
+follows the knobs stays right when an experiment shortens them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
-
-from chaos.observer.history import Event, History
 
 #: Ray's defaults (read off the 2.59/2.60 sources; CLAIMS.md, "Facts every experiment…").
 HEALTH_CHECK_DEFAULTS = {
@@ -25,6 +24,8 @@ OBSERVER_SLACK_S = 6.0
 
 @dataclass(frozen=True)
 class Band:
+    """A closed interval of seconds, with the knobs that set it (printed in failures)."""
+
     low: float
     high: float
     why: str
@@ -36,7 +37,8 @@ class Band:
         return f"[{self.low:.1f} s, {self.high:.1f} s] ({self.why})"
 
 
-def knob(knobs: Mapping[str, str], name: str) -> int:
+def health_check_knob(knobs: Mapping[str, str], name: str) -> int:
+    """The health-check knob ``name`` in effect: ``RAY_<name>`` if set, else Ray's default."""
     return int(knobs.get(f"RAY_{name}", HEALTH_CHECK_DEFAULTS[name]))
 
 
@@ -46,70 +48,9 @@ def node_death_band(knobs: Mapping[str, str]) -> Band:
     Fastest: the checks already under way fail at once, (threshold-1) periods. Slowest: every
     check waits out its timeout; plus the observer's slack.
     """
-    period = knob(knobs, "health_check_period_ms") / 1000
-    timeout = knob(knobs, "health_check_timeout_ms") / 1000
-    threshold = knob(knobs, "health_check_failure_threshold")
+    period = health_check_knob(knobs, "health_check_period_ms") / 1000
+    timeout = health_check_knob(knobs, "health_check_timeout_ms") / 1000
+    threshold = health_check_knob(knobs, "health_check_failure_threshold")
     low = max(0.0, (threshold - 1) * period - period)
     high = threshold * (period + timeout) + OBSERVER_SLACK_S
     return Band(low, high, f"period {period:g} s, timeout {timeout:g} s, threshold {threshold}")
-
-
-def first(history: History, match: Callable[[Event], bool], after: float) -> Event | None:
-    for event in history.events():
-        if event.t >= after and match(event):
-            return event
-    return None
-
-
-def injected(history: History, fault: str, target: str | None = None) -> Event:
-    for event in history.events("inject", source="nemesis"):
-        if event.get("fault") == fault and (target is None or event.get("target") == target):
-            return event
-    raise LookupError(f"no {fault} fault on {target or 'any target'} in the history")
-
-
-def fault_to_node_dead(history: History, fault: Event, node_id: str) -> float | None:
-    """Seconds from ``fault`` until the GCS marked ``node_id`` DEAD (None: never seen DEAD).
-
-    The GCS's own time of death (``end_time_ms``, the host's clock) where the observer's row
-    carries it, else the time the observer saw it: a sample lags the GCS by the period plus
-    the dashboard's latency, seconds on a loaded host (CI: 12.2 s seen for a death in band).
-    """
-    dead = first(
-        history,
-        lambda e: (
-            e.kind == "node_state" and e.get("node_id") == node_id and e.get("state") == "DEAD"
-        ),
-        after=fault.t,
-    )
-    if dead is None:
-        return None
-    end_ms = dead.get("end_time_ms")
-    at = end_ms / 1000 if isinstance(end_ms, int | float) and end_ms > 0 else dead.t
-    return at - fault.t
-
-
-def fault_to_event(
-    history: History, fault: Event, kind: str, where: Callable[[Event], bool] | None = None
-) -> float | None:
-    """Seconds from ``fault`` until the first later event of ``kind`` (None: never)."""
-    hit = first(history, lambda e: e.kind == kind and (where is None or where(e)), fault.t)
-    return None if hit is None else hit.t - fault.t
-
-
-def fault_to_actor_alive(history: History, fault: Event, actor_id: str) -> float | None:
-    return fault_to_event(
-        history,
-        fault,
-        "actor_state",
-        lambda e: e.get("actor_id") == actor_id and e.get("state") == "ALIVE",
-    )
-
-
-def unobservable_window(history: History, after: float) -> float | None:
-    """Seconds the State API was unobservable (GCS down → back), first outage after ``after``."""
-    down = first(history, lambda e: e.kind == "unobservable", after)
-    if down is None:
-        return None
-    back = first(history, lambda e: e.kind == "observable", down.t)
-    return None if back is None else back.t - down.t

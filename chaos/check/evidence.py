@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import contextlib
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from chaos.experiment import Experiment
+if TYPE_CHECKING:
+    from chaos.experiment import Experiment
 
 
 def attach(name: str, body: Any) -> None:

@@ -10,21 +10,18 @@ Use it as a context manager (it tears down if start fails), or through the pytes
 from __future__ import annotations
 
 import json
-import secrets
 import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
-from chaos.cluster import readiness
-from chaos.cluster.boot_slots import boot_slot, default_slots
+from chaos.cluster import boot, readiness
+from chaos.cluster.boot_slots import default_slots
 from chaos.cluster.node import Node
-from chaos.cluster.plan import RAY_LOGS, ClusterPlan, plan_cluster, plan_group
+from chaos.cluster.plan import RAY_LOGS, ClusterPlan, plan_group
 from chaos.cluster.spec import ClusterSpec, NodeSpec, group_names
 from chaos.errors import DockerOperationError, WorkloadError
 from chaos.observer.history import History, Kind, Source
-from chaos.resources import default_cache_dir
 from chaos.workload.run import WorkloadRun
 
 if TYPE_CHECKING:
@@ -84,36 +81,14 @@ class Cluster:
 
     def start(self) -> Cluster:
         started = time.monotonic()
-        spec = self.spec
-        images = {g.name: self._image_for(g) for g in (spec.head, *spec.workers)}
-        subnet = self.backend.create_network()
-        self.history.record(Source.HARNESS, Kind.NETWORK_CREATED, subnet=str(subnet))
-        redis = spec.gcs_ft == "redis"
-        self._plan = plan_cluster(
-            spec,
-            subnet=subnet,
-            image_for=lambda g: images.get(g.name) or self._image_for(g),
-            base_image=(spec.image or self.backend.ensure_base_image(spec.python))
-            if redis
-            else None,
-            redis_password=secrets.token_hex(12) if redis else None,
-            gcs_volume=self.backend.create_volume("gcs") if spec.gcs_ft == "rocksdb" else None,
+        self._plan = boot.prepare(self.spec, self.backend)
+        self.boot_seconds = boot.start(self)
+        self.history.record(
+            Source.HARNESS,
+            Kind.CLUSTER_READY,
+            seconds=round(self.boot_seconds, 2),
+            with_images_s=round(time.monotonic() - started, 2),
         )
-        nodes = [Node(p) for p in self._plan.nodes]
-        self.nodes = {n.name: n for n in nodes}
-        for node in nodes:
-            if node.role == "redis":  # Redis first: the head's GCS connects to it at once
-                self.backend.start_node(node.plan)
-        with boot_slot(default_cache_dir() / "boot-slots", self.boot_slots) as queued:
-            self.history.record(Source.HARNESS, Kind.BOOT_SLOT, queued_s=round(queued, 2))
-            # Head and workers boot together: a worker's `ray start` waits for the GCS itself.
-            ray = [n.plan for n in nodes if n.role != "redis"]
-            with ThreadPoolExecutor(max_workers=min(8, len(ray))) as pool:
-                list(pool.map(self.backend.start_node, ray))
-            self.history.record(Source.HARNESS, Kind.CONTAINERS_STARTED, count=len(ray))
-            self.wait_ready(spec.boot_timeout_s)
-        self.boot_seconds = time.monotonic() - started - queued
-        self.history.record(Source.HARNESS, Kind.CLUSTER_READY, seconds=round(self.boot_seconds, 2))
         return self
 
     def stop(self) -> None:
@@ -164,10 +139,6 @@ class Cluster:
     @property
     def dashboard_url(self) -> str:
         return self.plan.dashboard_url
-
-    @property
-    def head_ip(self) -> str:
-        return self.plan.head_ip
 
     def knobs(self, node: str | None = None) -> dict[str, str]:
         """The ``RAY_*`` settings in effect on ``node`` (default: the driver node)."""
@@ -328,8 +299,4 @@ class Cluster:
         return "\n".join(parts)
 
     def _image_for(self, node: NodeSpec) -> tuple[str, str]:
-        version = node.ray_version or self.spec.ray_version
-        image = (
-            node.image or self.spec.image or self.backend.ensure_image(version, self.spec.python)
-        )
-        return version, image
+        return boot.image_for(self.spec, self.backend, node)

@@ -15,6 +15,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Literal, cast
 
+from chaos.cluster import checks
 from chaos.errors import SpecError
 
 DEFAULT_RAY_VERSION = "2.60.0"
@@ -45,10 +46,7 @@ _UNITS = {
     "gib": 1024**3,
 }
 _SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
-_VERSION_RE = re.compile(r"^\d+\.\d+\.\d+(?:(?:rc|a|b|\.dev|\.post)\d+)?$")
 _PY_RE = re.compile(r"^3\.\d+(?:\.\d+)?$")
-_NAME_RE = re.compile(r"^[a-z][a-z0-9-]{0,19}$")
-_ENV_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 def parse_size(value: int | str, field_name: str) -> int:
@@ -74,8 +72,11 @@ def parse_size(value: int | str, field_name: str) -> int:
     return int(float(match.group(1)) * _UNITS[unit])
 
 
-def _frozen_map(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
-    return MappingProxyType(dict(value or {}))
+def _frozen_map(value: Any) -> Any:
+    # A value of the wrong type is kept as given, for validate() to name it.
+    if value is None:
+        return MappingProxyType({})
+    return MappingProxyType(dict(value)) if isinstance(value, Mapping) else value
 
 
 @dataclass(frozen=True)
@@ -118,7 +119,8 @@ class NodeSpec:
         object.__setattr__(self, "labels", _frozen_map(self.labels))
         object.__setattr__(self, "env", _frozen_map(self.env))
         object.__setattr__(self, "tmpfs", _frozen_map(self.tmpfs))
-        object.__setattr__(self, "extra_args", tuple(self.extra_args))
+        if isinstance(self.extra_args, list):
+            object.__setattr__(self, "extra_args", tuple(self.extra_args))
 
     @property
     def memory_bytes(self) -> int:
@@ -134,22 +136,13 @@ class NodeSpec:
 
     def validate(self, where: str) -> None:
         """Raise :class:`SpecError` naming ``where.field`` for the first invalid field."""
-        if not _NAME_RE.match(self.name):
-            raise SpecError(
-                f"{where}.name",
-                "a DNS-safe name: lowercase letter first, then [a-z0-9-], at most 20 characters",
-                self.name,
-            )
-        if not isinstance(self.count, int) or self.count < 0:
-            raise SpecError(f"{where}.count", "a whole number ≥ 0", self.count)
+        checks.name(self.name, f"{where}.name")
+        checks.whole(self.count, f"{where}.count")
         for attr in ("num_cpus", "num_gpus"):
-            value = getattr(self, attr)
-            if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
-                raise SpecError(f"{where}.{attr}", "a number ≥ 0", value, hint=f"e.g. {attr}=1")
-        if self.cpu_limit is not None and (
-            not isinstance(self.cpu_limit, int | float) or self.cpu_limit <= 0
-        ):
-            raise SpecError(f"{where}.cpu_limit", "None or a number of cores > 0", self.cpu_limit)
+            # Ray's --num-cpus/--num-gpus take whole numbers; a fraction fails `ray start`.
+            checks.whole(getattr(self, attr), f"{where}.{attr}", what=f"a whole {attr}")
+        if self.cpu_limit is not None:
+            checks.number(self.cpu_limit, f"{where}.cpu_limit", positive=True)
         memory = parse_size(self.memory, f"{where}.memory")
         store = parse_size(self.object_store, f"{where}.object_store")
         if self.ray_memory is not None:
@@ -169,29 +162,22 @@ class NodeSpec:
                 self.object_store,
                 hint="raise memory or lower object_store",
             )
-        for key, amount in self.resources.items():
-            if not isinstance(amount, int | float) or amount < 0:
-                raise SpecError(f"{where}.resources[{key!r}]", "a number ≥ 0", amount)
-        for key in self.env:
-            if not _ENV_RE.match(key):
-                raise SpecError(f"{where}.env", "environment variable names", key)
+        checks.resources(self.resources, f"{where}.resources")
+        checks.labels(self.labels, f"{where}.labels")
+        checks.env(self.env, f"{where}.env")
+        checks.tmpfs(self.tmpfs, f"{where}.tmpfs")
+        checks.args(self.extra_args, f"{where}.extra_args")
+        checks.flag(self.expect_join, f"{where}.expect_join")
         if self.ray_version is not None:
-            _check_version(self.ray_version, f"{where}.ray_version")
-        for path in self.tmpfs:
-            if not path.startswith("/") or path in {"/", "/dev/shm", "/raychaos"}:
-                raise SpecError(
-                    f"{where}.tmpfs", "absolute paths other than /, /dev/shm, /raychaos", path
-                )
-
-
-def _check_version(version: str, field_name: str) -> None:
-    if not isinstance(version, str) or not _VERSION_RE.match(version):
-        raise SpecError(
-            field_name,
-            "a Ray release such as '2.60.0'",
-            version,
-            hint="pass --raychaos-ray-version X.Y.Z",
+            checks.ray_version(self.ray_version, f"{where}.ray_version")
+        checks.optional_str(self.image, f"{where}.image", "an image reference", checks.IMAGE_RE)
+        checks.optional_str(
+            self.head_address, f"{where}.head_address", "HOST:PORT", re.compile(r"^\S+:\d+$")
         )
+
+
+def _check_version(version: Any, field_name: str) -> None:
+    checks.ray_version(version, field_name)
 
 
 @dataclass(frozen=True)
@@ -215,41 +201,47 @@ class ClusterSpec:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "env", _frozen_map(self.env))
-        object.__setattr__(self, "workers", tuple(self.workers))
+        if isinstance(self.workers, list):
+            object.__setattr__(self, "workers", tuple(self.workers))
 
     def validate(self) -> ClusterSpec:
         """Return self, or raise one :class:`SpecError` naming the field and the fix."""
-        if not _NAME_RE.match(self.name):
-            raise SpecError(
-                "name",
-                "a DNS-safe name: lowercase letter first, then [a-z0-9-], ≤ 20 chars",
-                self.name,
-            )
-        _check_version(self.ray_version, "ray_version")
+        checks.name(self.name, "name")
+        checks.ray_version(self.ray_version, "ray_version")
         if not isinstance(self.python, str) or not _PY_RE.match(self.python):
             raise SpecError("python", "a Python version such as '3.11'", self.python)
-        if self.gcs_ft not in GCS_FT_CHOICES:
+        checks.optional_str(self.image, "image", "an image reference", checks.IMAGE_RE)
+        if not isinstance(self.gcs_ft, str) or self.gcs_ft not in GCS_FT_CHOICES:
             raise SpecError("gcs_ft", f"one of {', '.join(GCS_FT_CHOICES)}", self.gcs_ft)
-        if not isinstance(self.boot_timeout_s, int | float) or self.boot_timeout_s <= 0:
-            raise SpecError("boot_timeout_s", "a number of seconds > 0", self.boot_timeout_s)
-        for key in self.env:
-            if not _ENV_RE.match(key):
-                raise SpecError("env", "environment variable names", key)
+        checks.number(self.boot_timeout_s, "boot_timeout_s", positive=True)
+        checks.flag(self.driver, "driver")
+        checks.env(self.env, "env")
+        if not isinstance(self.head, NodeSpec):
+            raise SpecError("head", "a node spec such as {'num_cpus': 1}", self.head)
         self.head.validate("head")
         if self.head.count != 1:
             raise SpecError("head.count", "exactly 1", self.head.count)
         if self.head.head_address is not None:
             raise SpecError("head.head_address", "None on the head", self.head.head_address)
-        seen = {self.head.name, "driver", "redis"}
+        if self.head.name in RESERVED:
+            raise SpecError("head.name", f"a name other than {', '.join(RESERVED)}", self.head.name)
+        if not isinstance(self.workers, tuple):
+            raise SpecError("workers", "a count ≥ 0 or a list of worker groups", self.workers)
+        seen = {self.head.name: "head", **dict.fromkeys(RESERVED, "reserved")}
         for index, group in enumerate(self.workers):
-            group.validate(f"workers[{index}]")
-            if group.name in seen:
-                raise SpecError(
-                    f"workers[{index}].name",
-                    f"a name not already used ({', '.join(sorted(seen))})",
-                    group.name,
-                )
-            seen.add(group.name)
+            where = f"workers[{index}]"
+            if not isinstance(group, NodeSpec):
+                raise SpecError(where, "a node spec such as {'name': 'worker', 'count': 2}", group)
+            group.validate(where)
+            for node in group_names(group):
+                if node in seen:
+                    raise SpecError(
+                        f"{where}.name",
+                        f"names unique once groups expand (name-1 … name-count); {node!r} is "
+                        f"already {seen[node]}",
+                        group.name,
+                    )
+                seen[node] = where
         return self
 
     def node_names(self) -> list[str]:
@@ -265,24 +257,39 @@ class ClusterSpec:
         return dataclasses.replace(self, **changes)
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> ClusterSpec:
-        """Build from JSON-like data (named topologies, marker kwargs); unknown keys are errors."""
+    def from_dict(cls, data: Any) -> ClusterSpec:
+        """Build from JSON-like data (named topologies, marker kwargs); unknown keys are errors.
+
+        Any input gives a spec or a :class:`SpecError`, never another exception.
+        """
+        if not isinstance(data, Mapping):
+            raise SpecError("cluster", "a mapping of ClusterSpec fields", data)
         known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(data) - known)
+        unknown = sorted(str(k) for k in set(data) - known)
         if unknown:
             raise SpecError("cluster", f"keys among {', '.join(sorted(known))}", ", ".join(unknown))
         values = dict(data)
-        if isinstance(values.get("head"), Mapping):
-            values["head"] = _node_from_dict({"name": "head", **values["head"]}, "head")
+        head = values.get("head")
+        if isinstance(head, Mapping):
+            values["head"] = _node_from_dict({"name": "head", **head}, "head")
+        elif head is not None and not isinstance(head, NodeSpec):
+            raise SpecError("head", "a node spec such as {'num_cpus': 1}", head)
         workers = values.get("workers")
-        if isinstance(workers, bool | int):
-            values["workers"] = (NodeSpec(name="worker", count=int(workers)),) if workers else ()
-        elif workers is not None:
+        if isinstance(workers, bool) or (isinstance(workers, int) and workers < 0):
+            raise SpecError("workers", "a count ≥ 0 or a list of worker groups", workers)
+        if isinstance(workers, int):
+            values["workers"] = (NodeSpec(name="worker", count=workers),) if workers else ()
+        elif isinstance(workers, list | tuple):
             values["workers"] = tuple(
                 w if isinstance(w, NodeSpec) else _node_from_dict(w, f"workers[{i}]")
                 for i, w in enumerate(workers)
             )
+        elif workers is not None:
+            raise SpecError("workers", "a count ≥ 0 or a list of worker groups", workers)
         return cls(**values)
+
+
+RESERVED = ("driver", "redis")
 
 
 def group_names(group: NodeSpec) -> list[str]:
@@ -291,15 +298,14 @@ def group_names(group: NodeSpec) -> list[str]:
     return [f"{group.name}-{i}" for i in range(1, group.count + 1)]
 
 
-def _node_from_dict(data: Mapping[str, Any], where: str) -> NodeSpec:
+def _node_from_dict(data: Any, where: str) -> NodeSpec:
+    if not isinstance(data, Mapping):
+        raise SpecError(where, "a node spec such as {'name': 'worker', 'count': 2}", data)
     known = {f.name for f in dataclasses.fields(NodeSpec)}
-    unknown = sorted(set(data) - known)
+    unknown = sorted(str(k) for k in set(data) - known)
     if unknown:
         raise SpecError(where, f"keys among {', '.join(sorted(known))}", ", ".join(unknown))
-    values = dict(data)
-    if "extra_args" in values:
-        values["extra_args"] = tuple(values["extra_args"])
-    return NodeSpec(**values)
+    return NodeSpec(**{str(k): v for k, v in data.items()})
 
 
 def topologies_dir() -> Path:
@@ -310,11 +316,38 @@ def topologies_dir() -> Path:
 
 
 def load_topology(name: str) -> ClusterSpec:
-    """A named topology from ``fixtures/clusters/<name>.json``."""
+    """A named topology from ``fixtures/clusters/<name>.json``.
+
+    ``"knob_presets": ["fast-health-checks", ...]`` names presets of
+    :data:`chaos.check.knobs.PRESETS`, so a knob set is written once, in Python, for the
+    experiments and the topologies alike. They merge into ``env`` in order; the topology's own
+    ``env`` wins over them.
+    """
+    # Imported here: the checker sits above the cluster role and imports it.
+    from chaos.check.knobs import PRESETS
+
     path = topologies_dir() / f"{name}.json"
     if not path.is_file():
         available = sorted(p.stem for p in topologies_dir().glob("*.json"))
         raise SpecError("topology", f"one of {', '.join(available)}", name)
     data = cast("dict[str, Any]", json.loads(path.read_text()))
     data.pop("description", None)
+    presets = data.pop("knob_presets", [])
+    if not isinstance(presets, list) or not all(isinstance(p, str) for p in presets):
+        raise SpecError("knob_presets", "a list of preset names", presets)
+    if presets:
+        env: dict[str, Any] = {}
+        for preset in presets:
+            if preset not in PRESETS:
+                raise SpecError(
+                    "knob_presets",
+                    f"one of {', '.join(sorted(PRESETS))}",
+                    preset,
+                    hint="presets are defined in chaos.check.knobs.PRESETS",
+                )
+            env.update(PRESETS[preset])
+        own = data.get("env") or {}
+        if not isinstance(own, dict):
+            raise SpecError("env", "an object of environment variables", own)
+        data["env"] = {**env, **own}
     return ClusterSpec.from_dict(data)

@@ -179,7 +179,8 @@ def test_a_sigkilled_run_is_swept_by_the_next(
         all=True, ignore_removed=True, filters={"label": f"raychaos.cluster={key}"}
     )
     assert left, "SIGKILL skips teardown, so the cluster is still there"
-    pytester.makepyfile(test_ok="def test_ok(): pass")
+    # The next run that uses raychaos (its Docker client) sweeps what the dead one left.
+    pytester.makepyfile(test_ok="def test_ok(docker_client): pass")
     result = pytester.runpytest_subprocess("test_ok.py")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["raychaos: sweep removed * leftover object(s)*"])

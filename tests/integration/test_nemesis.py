@@ -7,11 +7,12 @@ from pathlib import Path
 import docker
 import pytest
 
-from chaos.check.bands import fault_to_node_dead, injected
+from chaos.check.windows import fault_to_node_dead, injected
 from chaos.cluster.cluster import Cluster
 from chaos.errors import ChaosError, FaultNotObserved
 from chaos.experiment import Experiment
-from chaos.nemesis.nemesis import CHAIN, Nemesis
+from chaos.nemesis.nemesis import Nemesis
+from chaos.nemesis.network import CHAIN_PREFIX, connects
 
 FAST = {
     "RAY_health_check_initial_delay_ms": "0",
@@ -48,14 +49,15 @@ def test_kill_node_is_seen_dead_within_the_health_check_band(
 
 def test_partition_blocks_both_ways_and_heals(ray_cluster: Cluster) -> None:
     nemesis = Nemesis(ray_cluster)
-    with nemesis.partition([["worker-1"], ["head", "worker-2", "driver"]]) as fault:
-        rules = ray_cluster.exec("worker-1", ["iptables", "-S", CHAIN]).output
+    head = ray_cluster.head.name
+    with nemesis.partition([["worker-1"], [head, "worker-2", "driver"]]) as fault:
+        rules = ray_cluster.exec("worker-1", ["iptables", "-S", fault.chain]).output
         assert "-j DROP" in rules
-        assert nemesis._connects(ray_cluster.node("worker-1"), ray_cluster.head) is False
-        assert nemesis._connects(ray_cluster.head, ray_cluster.node("worker-1")) is False
+        assert connects(ray_cluster, "worker-1", head) is False
+        assert connects(ray_cluster, head, "worker-1") is False
     assert fault.healed
-    assert nemesis._connects(ray_cluster.node("worker-1"), ray_cluster.head) is True
-    assert "-j DROP" not in ray_cluster.exec("worker-1", ["iptables", "-S", CHAIN]).output
+    assert connects(ray_cluster, "worker-1", head) is True
+    assert CHAIN_PREFIX not in ray_cluster.exec("worker-1", ["iptables", "-S"]).output
     kinds = [e.kind for e in ray_cluster.history.events(source="nemesis")]
     assert kinds == ["inject", "verified", "heal"]
 
@@ -115,10 +117,8 @@ def _assert_tail(lines: list[str], word: str) -> None:
 def test_pause_and_kill_raylet_prove_their_effect(ray_cluster: Cluster) -> None:
     nemesis = Nemesis(ray_cluster)
     with nemesis.pause_node("worker-2"):
-        ray_cluster.node("worker-2").container.reload()
-        assert ray_cluster.node("worker-2").container.status == "paused"
-    ray_cluster.node("worker-2").container.reload()
-    assert ray_cluster.node("worker-2").container.status == "running"
+        assert ray_cluster.backend.state("worker-2") == "paused"
+    assert ray_cluster.backend.state("worker-2") == "running"
     fault = nemesis.kill_raylet("worker-1")
     assert nemesis.pids("worker-1", "raylet") == []
     assert fault.details["pid"] > 0
@@ -144,7 +144,7 @@ def test_a_fault_left_active_by_a_failing_test_is_healed(
         def test_fails(ray_cluster, nemesis):
             nemesis.partition([["worker-1"], ["head"]])
             pathlib.Path("names.json").write_text(json.dumps(
-                [ray_cluster.node("worker-1").container.id]))
+                [ray_cluster.backend.describe("worker-1")]))
             raise AssertionError("boom while partitioned")
         """
     )
@@ -152,11 +152,11 @@ def test_a_fault_left_active_by_a_failing_test_is_healed(
     result.assert_outcomes(failed=1)
     import json
 
-    (container_id,) = json.loads((pytester.path / "names.json").read_text())
-    container = docker_client.containers.get(container_id)  # kept for inspection
+    (container_name,) = json.loads((pytester.path / "names.json").read_text())
+    container = docker_client.containers.get(container_name)  # kept for inspection
     try:
-        rules = bytes(container.exec_run(["iptables", "-S", CHAIN]).output).decode()  # type: ignore[arg-type]
-        assert "DROP" not in rules, "teardown healed the partition before keeping the cluster"
+        rules = bytes(container.exec_run(["iptables", "-S"]).output).decode()  # type: ignore[arg-type]
+        assert CHAIN_PREFIX not in rules, "teardown healed the partition before keeping it"
     finally:
         # Remove only that kept cluster: other xdist workers' clusters are live.
         from chaos.backends.docker.sweep import kept_dir
@@ -172,6 +172,7 @@ def test_a_fault_left_active_by_a_failing_test_is_healed(
         (kept_dir() / key).unlink(missing_ok=True)
 
 
+@pytest.mark.cluster(workers=[{"name": "worker", "count": 2, "tmpfs": {"/scratch": "size=64m"}}])
 def test_degrade_pressure_disk_and_restart_prove_their_effect(ray_cluster: Cluster) -> None:
     """netem delay is measurable, memory is resident, the disk is full; all undone on heal."""
     nemesis = Nemesis(ray_cluster)
@@ -201,19 +202,21 @@ def test_degrade_pressure_disk_and_restart_prove_their_effect(ray_cluster: Clust
         with pytest.raises(ChaosError, match="netem"):
             nemesis.degrade("worker-1", delay_ms=200)
     with nemesis.degrade("worker-1", loss_pct=100):
-        assert nemesis._connects(worker, head) is False, "100 % loss: nothing gets through"
-    assert nemesis._connects(worker, head) is True, "healed: traffic flows again"
+        assert connects(ray_cluster, "worker-1", head.name) is False, "100 % loss: none passes"
+    assert connects(ray_cluster, "worker-1", head.name) is True, "healed: traffic flows again"
 
-    holder = ["pgrep", "-f", "^python3 -c import json,os,time"]
+    holder = ["pgrep", "-f", "^python3 -c import json, os, time"]
     with nemesis.memory_pressure("worker-2", 300 * 1024**2) as pressure:
         assert pressure.details["bytes"] == 300 * 1024**2
         assert ray_cluster.exec("worker-2", holder).exit_code == 0, "the allocator runs"
     assert ray_cluster.exec("worker-2", holder).exit_code == 1, "healed: the allocator is gone"
 
-    with nemesis.fill_disk("worker-1", "/dev/shm", 0.9):
-        out = ray_cluster.exec("worker-1", ["df", "--output=pcent", "/dev/shm"]).output
+    with pytest.raises(ChaosError, match="not under a tmpfs"):
+        nemesis.fill_disk("worker-1", "/tmp", 0.9)  # the Docker host's own disk: refused
+    with nemesis.fill_disk("worker-1", "/scratch", 0.9) as disk:
+        out = ray_cluster.exec("worker-1", ["df", "--output=pcent", "/scratch"]).output
         assert int(out.split()[-1].rstrip("%")) >= 89
-    assert ray_cluster.exec("worker-1", ["test", "-e", "/dev/shm/.raychaos-fill"]).exit_code == 1
+    assert ray_cluster.exec("worker-1", ["test", "-e", disk.file]).exit_code == 1
 
     old_id = worker.node_id
     nemesis.restart_node("worker-1")

@@ -52,7 +52,7 @@ def test_default_spec_is_valid_and_names_its_nodes() -> None:
         (ClusterSpec(ray_version="latest"), "ray_version", "2.60.0"),
         (ClusterSpec(gcs_ft="etcd"), "gcs_ft", "redis"),  # type: ignore[arg-type]
         (ClusterSpec(name="Bad_Name"), "name", "DNS-safe"),
-        (ClusterSpec(workers=(NodeSpec(name="head"),)), "workers[0].name", "not already used"),
+        (ClusterSpec(workers=(NodeSpec(name="head"),)), "workers[0].name", "already head"),
         (ClusterSpec(head=NodeSpec(name="head", count=2)), "head.count", "exactly 1"),
         (ClusterSpec(workers=(NodeSpec(count=-1),)), "workers[0].count", "≥ 0"),
         (ClusterSpec(workers=(NodeSpec(cpu_limit=0),)), "workers[0].cpu_limit", "> 0"),

@@ -10,6 +10,7 @@ from chaos import labels
 
 if TYPE_CHECKING:
     import docker
+    from docker import DockerClient as DockerClient
 
     from chaos.backends.docker.backend import DockerBackend
     from chaos.backends.docker.images import ImageBuilder

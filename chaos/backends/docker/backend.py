@@ -23,7 +23,7 @@ from chaos.backends.docker.client import call, translated
 from chaos.backends.docker.execstream import ExecStream
 from chaos.backends.docker.images import ImageBuilder
 from chaos.cluster.plan import LIB_DIR
-from chaos.errors import DockerOperationError, WorkloadError
+from chaos.errors import DockerOperationError, ImageBuildError, WorkloadError
 from chaos.resources import agent_path
 
 if TYPE_CHECKING:
@@ -67,6 +67,18 @@ class DockerBackend:
     # -- life cycle ----------------------------------------------------------------------
     def ensure_image(self, ray_version: str, python: str) -> str:
         return self.builder.ensure(ray_version, python)
+
+    def require_image(self, image: str) -> None:
+        if not (self.builder.present(image) or self.builder.pull(image)):
+            raise ImageBuildError(
+                f"image {image} is not in the Docker engine and cannot be pulled",
+                hint="check the name (`docker images`), build it, or drop --raychaos-image to "
+                "let raychaos build one",
+            )
+
+    def cpus(self) -> int:
+        info = call("docker info", self.client.info)
+        return int(info.get("NCPU") or 0)
 
     def ensure_base_image(self, python: str) -> str:
         return self.builder.ensure_base(python)
@@ -119,7 +131,8 @@ class DockerBackend:
     def start_node(self, node: NodePlan) -> None:
         assert self.network is not None, "create_network first"
         api = self.client.api
-        full_name = f"{self.key}-{node.name}"[:63].rstrip("-")
+        # The node's name is kept whole (≤ 20 characters): names stay unique after truncation.
+        full_name = f"{self.key[: 62 - len(node.name)].rstrip('-')}-{node.name}"
         host_config: dict[str, Any] = {
             "shm_size": node.shm_bytes,
             "mem_limit": node.memory_bytes,

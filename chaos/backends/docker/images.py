@@ -135,7 +135,7 @@ class ImageBuilder:
         """The base image tag: the configured one if usable, else a Debian one made offline."""
         configured = self.settings.base_image
         if configured:
-            if self._present(configured) or self._pull(configured):
+            if self.present(configured) or self.pull(configured):
                 return configured
             self.progress(f"base image {configured} is neither present nor pullable; using Debian")
         if python != DEBIAN_PYTHON:
@@ -204,7 +204,7 @@ class ImageBuilder:
         ]
         digest = _digest([DEBIAN_SUITE, self.settings.debian_mirror, *packages])
         tag = f"raychaos/base:{DEBIAN_SUITE}-{digest}"
-        if self._present(tag):
+        if self.present(tag):
             return tag
         debootstrap = shutil.which("debootstrap")
         if debootstrap is None:
@@ -308,7 +308,7 @@ class ImageBuilder:
             return None
         return (image.labels or {}).get(labels.IMAGE_RECIPE)
 
-    def _present(self, ref: str) -> bool:
+    def present(self, ref: str) -> bool:
         import docker.errors
 
         try:
@@ -317,7 +317,7 @@ class ImageBuilder:
             return False
         return True
 
-    def _pull(self, ref: str) -> bool:
+    def pull(self, ref: str) -> bool:
         import docker.errors
 
         try:

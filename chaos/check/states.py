@@ -1,0 +1,36 @@
+"""What the State API reported, reduced to what an experiment asserts on.
+
+Task attempts as ``[state, error_type]`` pairs, an actor's death cause, an actor's state
+transitions as the observer sampled them: short values that read well in an assertion message.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from chaos.check.windows import WithHistory
+from chaos.observer.history import Kind, Source
+
+
+def attempts(rows: list[dict[str, Any]]) -> list[list[Any]]:
+    """State API task attempts as ``[state, error_type]``, oldest first."""
+    return [[r.get("state"), r.get("error_type")] for r in rows]
+
+
+def death_cause(row: dict[str, Any] | None) -> dict[str, Any]:
+    """``death_cause.actor_died_error_context`` of a State API actor row."""
+    assert row is not None, "the State API has no row for the actor"
+    cause = row.get("death_cause") or {}
+    assert isinstance(cause, dict), f"unexpected death_cause {cause!r}"
+    return dict(cause.get("actor_died_error_context") or {})
+
+
+def actor_states(experiment: WithHistory, actor_id: str) -> list[tuple[Any, Any]]:
+    """The observer's ``(state, num_restarts)`` transitions of one actor, oldest first."""
+    seen: list[tuple[Any, Any]] = []
+    for e in experiment.history.events(Kind.ACTOR_STATE, source=Source.OBSERVER):
+        if e.get("actor_id") == actor_id:
+            key = (e.get("state"), e.get("num_restarts"))
+            if not seen or seen[-1] != key:
+                seen.append(key)
+    return seen

@@ -1,0 +1,87 @@
+"""Booting a cluster: everything that can fail without Docker objects first, then the plan.
+
+Order matters for bad input: the engine's limits and every image are checked (and built on
+first use) before the network, a volume or a host exists, so a wrong image or a CPU limit
+the engine cannot give fails with one line and nothing to clean up.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING
+
+from chaos.cluster.boot_slots import boot_slot
+from chaos.cluster.node import Node
+from chaos.cluster.plan import ClusterPlan, plan_cluster
+from chaos.errors import SpecError
+from chaos.observer.history import Kind, Source
+from chaos.resources import default_cache_dir
+
+if TYPE_CHECKING:
+    from chaos.backends.base import Backend
+    from chaos.cluster.cluster import Cluster
+    from chaos.cluster.spec import ClusterSpec, NodeSpec
+
+
+def image_for(spec: ClusterSpec, backend: Backend, node: NodeSpec) -> tuple[str, str]:
+    """(Ray version, image) of a node: a given image must exist; otherwise one is built."""
+    version = node.ray_version or spec.ray_version
+    given = node.image or spec.image
+    if given:
+        backend.require_image(given)
+        return version, given
+    return version, backend.ensure_image(version, spec.python)
+
+
+def check_engine(spec: ClusterSpec, backend: Backend) -> None:
+    """What only the engine can tell: its CPUs bound every cgroup CPU limit."""
+    cpus = backend.cpus()
+    groups = [("head", spec.head), *((f"workers[{i}]", g) for i, g in enumerate(spec.workers))]
+    for where, group in groups:
+        if group.cpu_limit is not None and cpus and group.cpu_limit > cpus:
+            raise SpecError(
+                f"{where}.cpu_limit",
+                f"at most the engine's {cpus} CPUs",
+                group.cpu_limit,
+                hint="lower cpu_limit, or run on a bigger Docker host",
+            )
+
+
+def prepare(spec: ClusterSpec, backend: Backend) -> ClusterPlan:
+    """Check, resolve images, then create the network (and volume) and plan the cluster."""
+    check_engine(spec, backend)
+    images = {g.name: image_for(spec, backend, g) for g in (spec.head, *spec.workers)}
+    redis = spec.gcs_ft == "redis"
+    base = (spec.image or backend.ensure_base_image(spec.python)) if redis else None
+    subnet = backend.create_network()
+    return plan_cluster(
+        spec,
+        subnet=subnet,
+        image_for=lambda g: images.get(g.name) or image_for(spec, backend, g),
+        base_image=base,
+        redis_password=secrets.token_hex(12) if redis else None,
+        gcs_volume=backend.create_volume("gcs") if spec.gcs_ft == "rocksdb" else None,
+    )
+
+
+def start(cluster: Cluster) -> float:
+    """Create every host and wait until the Ray nodes are ALIVE; seconds spent booting."""
+    started = time.monotonic()
+    plan = cluster.plan
+    cluster.history.record(Source.HARNESS, Kind.NETWORK_CREATED, subnet=str(plan.subnet))
+    nodes = [Node(p) for p in plan.nodes]
+    cluster.nodes = {n.name: n for n in nodes}
+    for node in nodes:
+        if node.role == "redis":  # Redis first: the head's GCS connects to it at once
+            cluster.backend.start_node(node.plan)
+    with boot_slot(default_cache_dir() / "boot-slots", cluster.boot_slots) as queued:
+        cluster.history.record(Source.HARNESS, Kind.BOOT_SLOT, queued_s=round(queued, 2))
+        # Head and workers boot together: a worker's `ray start` waits for the GCS itself.
+        ray = [n.plan for n in nodes if n.role != "redis"]
+        with ThreadPoolExecutor(max_workers=min(8, len(ray))) as pool:
+            list(pool.map(cluster.backend.start_node, ray))
+        cluster.history.record(Source.HARNESS, Kind.CONTAINERS_STARTED, count=len(ray))
+        cluster.wait_ready(cluster.spec.boot_timeout_s)
+    return time.monotonic() - started - queued

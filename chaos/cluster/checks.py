@@ -1,0 +1,154 @@
+"""Field checks for cluster specs: each raises one :class:`SpecError` (field, expected, got, hint).
+
+Specs come from markers, JSON topologies and users' code, so every value is checked for its
+type as well as its range: a wrong type must never surface later as a ``TypeError`` from deep
+inside the backend, and nothing may reach Docker before the whole spec is known to be good.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from functools import cache
+from typing import Any
+
+from chaos.errors import SpecError
+
+NAME_RE = re.compile(r"^[a-z][a-z0-9-]{0,19}$")
+ENV_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+VERSION_RE = re.compile(r"^\d+\.\d+\.\d+(?:(?:rc|a|b|\.dev|\.post)\d+)?$")
+IMAGE_RE = re.compile(r"^[\w][\w./:@-]*$")
+#: Ray's ``--labels`` is ``k=v,k=v``: neither may hold a separator.
+LABEL_RE = re.compile(r"^[^,=\s]+$")
+#: Paths a tmpfs would hide something the node needs (Ray's venv, the agent, the kernel's).
+TMPFS_FORBIDDEN = ("/opt/ray", "/raychaos", "/proc", "/sys", "/dev", "/usr", "/bin", "/lib")
+
+
+def name(value: Any, where: str) -> str:
+    if not isinstance(value, str) or not NAME_RE.match(value):
+        raise SpecError(
+            where,
+            "a DNS-safe name: lowercase letter first, then [a-z0-9-], at most 20 characters",
+            value,
+        )
+    return value
+
+
+def flag(value: Any, where: str) -> bool:
+    if not isinstance(value, bool):
+        raise SpecError(where, "true or false", value)
+    return value
+
+
+def whole(value: Any, where: str, *, minimum: int = 0, what: str = "a whole number") -> int:
+    """A whole number ≥ ``minimum``; an integral float (``2.0``) is accepted, ``True`` is not."""
+    ok = isinstance(value, int | float) and not isinstance(value, bool)
+    if not ok or not math.isfinite(value) or value != int(value) or value < minimum:
+        raise SpecError(where, f"{what} ≥ {minimum}", value)
+    return int(value)
+
+
+def number(value: Any, where: str, *, positive: bool = False) -> float:
+    """A finite number ≥ 0 (> 0 when ``positive``); never a bool, NaN or infinity."""
+    ok = isinstance(value, int | float) and not isinstance(value, bool)
+    if not ok or not math.isfinite(value) or value < 0 or (positive and value == 0):
+        raise SpecError(where, f"a finite number {'>' if positive else '≥'} 0", value)
+    return float(value)
+
+
+def mapping(value: Any, where: str, example: str) -> Mapping[Any, Any]:
+    if not isinstance(value, Mapping):
+        raise SpecError(where, f"a mapping such as {example}", value)
+    return value
+
+
+def env(value: Any, where: str) -> None:
+    for key, item in mapping(value, where, "{'RAY_health_check_period_ms': '1000'}").items():
+        if not isinstance(key, str) or not ENV_RE.match(key):
+            raise SpecError(where, "environment variable names", key)
+        if not isinstance(item, str):
+            raise SpecError(f"{where}[{key!r}]", "a string value", item, hint="quote numbers")
+
+
+def labels(value: Any, where: str) -> None:
+    for key, item in mapping(value, where, "{'zone': 'a'}").items():
+        for part, text in (("key", key), ("value", item)):
+            if not isinstance(text, str) or not LABEL_RE.match(text):
+                raise SpecError(
+                    f"{where}[{key!r}]",
+                    f"a label {part} without ',', '=' or spaces (Ray's --labels is k=v,k=v)",
+                    text,
+                )
+
+
+def resources(value: Any, where: str) -> None:
+    for key, amount in mapping(value, where, "{'gpu_type_a100': 1}").items():
+        if not isinstance(key, str) or not key:
+            raise SpecError(where, "resource names (non-empty strings)", key)
+        number(amount, f"{where}[{key!r}]")
+
+
+def tmpfs(value: Any, where: str) -> None:
+    for path, options in mapping(value, where, "{'/spill': 'size=150m'}").items():
+        if not isinstance(path, str) or not path.startswith("/") or path.rstrip("/") == "":
+            raise SpecError(where, "absolute paths other than /", path)
+        clean = "/" + "/".join(p for p in path.split("/") if p)
+        if clean == "/dev/shm" or any(
+            clean == f or clean.startswith(f + "/") for f in TMPFS_FORBIDDEN
+        ):
+            raise SpecError(
+                where,
+                f"a path outside /dev/shm and {', '.join(TMPFS_FORBIDDEN)}",
+                path,
+                hint="the node needs what is there; use e.g. /spill",
+            )
+        if not isinstance(options, str):
+            raise SpecError(f"{where}[{path!r}]", "mount options such as 'size=150m'", options)
+
+
+def args(value: Any, where: str) -> None:
+    if isinstance(value, str) or not isinstance(value, tuple | list):
+        raise SpecError(where, "a list of arguments such as ['--min-worker-port=10002']", value)
+    for arg in value:
+        if not isinstance(arg, str):
+            raise SpecError(where, "arguments as strings", arg)
+
+
+def optional_str(value: Any, where: str, expected: str, pattern: re.Pattern[str]) -> None:
+    if value is not None and (not isinstance(value, str) or not pattern.match(value)):
+        raise SpecError(where, expected, value)
+
+
+@cache
+def known_releases() -> tuple[str, ...]:
+    """Ray releases with cp311 wheels, oldest first (shipped: ``fixtures/ray-releases.txt``)."""
+    from chaos.resources import fixtures_path
+
+    text = fixtures_path("ray-releases.txt").read_text(encoding="utf-8")
+    return tuple(line.strip() for line in text.splitlines() if line.strip())
+
+
+def release_key(version: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in re.findall(r"\d+", version)[:3])
+
+
+def ray_version(value: Any, where: str) -> str:
+    """A Ray release that exists with wheels for the images' Python."""
+    if not isinstance(value, str) or not VERSION_RE.match(value):
+        raise SpecError(
+            where, "a Ray release such as '2.60.0'", value, hint="pass --raychaos-ray-version X.Y.Z"
+        )
+    known = known_releases()
+    if value not in known:
+        # The releases on either side of where it would sort.
+        at = sum(1 for v in known if release_key(v) < release_key(value))
+        near = known[max(0, at - 2) : at + 2]
+        raise SpecError(
+            where,
+            "a released Ray version with cp311 wheels",
+            value,
+            hint=f"nearest: {', '.join(near)} (newest known {known[-1]}); a newer release "
+            "needs a newer raychaos, or pass a ready-made image with --raychaos-image",
+        )
+    return value
