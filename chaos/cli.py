@@ -130,8 +130,8 @@ def _report(results: Path, output: Path) -> int:
 
     loaded = write_report(results, output)
     counts: dict[str, int] = {}
-    for outcome in loaded.outcomes:
-        counts[outcome.effective_status] = counts.get(outcome.effective_status, 0) + 1
+    for test in loaded.tests:
+        counts[test.effective_status] = counts.get(test.effective_status, 0) + 1
     summary = ", ".join(f"{n} {s}" for s, n in sorted(counts.items())) or "no results"
     print(f"raychaos: report {output} ({summary})")
     for problem in loaded.problems:

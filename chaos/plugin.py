@@ -12,7 +12,6 @@ signal handler. Fixtures are small and overridable: override ``cluster_spec`` to
 from __future__ import annotations
 
 import contextlib
-import importlib
 import os
 import signal
 from collections.abc import Generator, Iterator
@@ -29,8 +28,7 @@ from chaos.settings import OPTIONS, SettingError, Settings, resolve
 from chaos.testkit import ClusterFactory, say, spec_from_marker, uses_raychaos
 
 if TYPE_CHECKING:
-    import docker
-
+    from chaos.backends.docker import DockerClient
     from chaos.backends.docker.images import ImageBuilder
     from chaos.cluster.cluster import Cluster
     from chaos.cluster.spec import ClusterSpec
@@ -84,9 +82,9 @@ def pytest_configure(config: pytest.Config) -> None:
         workerinput[RUN_ID_INPUT] if workerinput else labels.RunIdentity().run_id
     )
     config.stash[USED_KEY] = False
-    config.pluginmanager.register(
-        importlib.import_module("chaos.report.allure"), "raychaos-reporting"
-    )
+    from chaos.report import allure as reporting
+
+    config.pluginmanager.register(reporting, "raychaos-reporting")
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -102,10 +100,13 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     config.stash[USED_KEY] = any(uses_raychaos(item) for item in session.items)
     reporter = config.pluginmanager.get_plugin("terminalreporter")
     if config.stash[USED_KEY] and reporter is not None and not hasattr(config, "workerinput"):
+        from chaos.backends.docker.images import ray_image_tag
+
         settings = config.stash[SETTINGS_KEY]
+        image = settings.image or ray_image_tag(settings.ray_version, "3.11")
         reporter.write_line(
             f"raychaos: run {config.stash[RUN_ID_KEY]}, Ray {settings.ray_version} "
-            f"({settings.sources.get('ray_version')}), image {settings.image or 'built'}, "
+            f"({settings.sources.get('ray_version')}), image {image}, "
             f"boot timeout {settings.boot_timeout:.0f} s, keep={settings.keep}"
         )
 
@@ -161,7 +162,7 @@ def raychaos_identity(pytestconfig: pytest.Config) -> labels.RunIdentity:
 
 
 @pytest.fixture(scope="session")
-def docker_client() -> Iterator[docker.DockerClient]:
+def docker_client() -> Iterator[DockerClient]:
     """A Docker client for the engine named by DOCKER_HOST (or the local socket).
 
     The first use in a process is when raychaos wakes up: it removes what dead runs left
@@ -180,7 +181,7 @@ def docker_client() -> Iterator[docker.DockerClient]:
 
 
 @pytest.fixture(scope="session")
-def image_builder(docker_client: docker.DockerClient, raychaos_settings: Settings) -> ImageBuilder:
+def image_builder(docker_client: DockerClient, raychaos_settings: Settings) -> ImageBuilder:
     """Builds Ray images on first use, once per session across xdist workers."""
     from chaos.backends.docker.images import BuildSettings, ImageBuilder
 
@@ -210,7 +211,7 @@ def cluster_spec(request: pytest.FixtureRequest, raychaos_settings: Settings) ->
 @pytest.fixture
 def ray_cluster_factory(
     request: pytest.FixtureRequest,
-    docker_client: docker.DockerClient,
+    docker_client: DockerClient,
     raychaos_identity: labels.RunIdentity,
     image_builder: ImageBuilder,
     raychaos_settings: Settings,
@@ -278,11 +279,12 @@ def experiment(
 
 
 def _label_postconditions(claims: list[str]) -> None:
-    try:
-        import allure
+    """Claim labels of the postconditions checked at teardown (the test's own claims are
+    added by :mod:`chaos.report.allure` at the end of set-up)."""
+    from chaos.report.labels import label_claims
 
-        for claim in claims:
-            allure.dynamic.label("claim", claim)
+    try:
+        label_claims(claims)
     except Exception as exc:  # noqa: BLE001 - reporting never breaks a run
         _say(f"raychaos: could not label postconditions: {exc!r}")
 
@@ -310,44 +312,6 @@ def _attach_evidence(kit: Experiment, item: pytest.Item, directory: Path) -> Non
             )
     except Exception as exc:  # noqa: BLE001 - evidence is best effort, the verdict is not
         _say(f"raychaos: could not write evidence for {item.nodeid}: {exc!r}")
-
-
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
-    """Allure labels from the ``claim`` marker: epic, feature, story, claim ids, docs link."""
-    claims = [str(c) for m in item.iter_markers("claim") for c in m.args]
-    if claims:
-        try:
-            _label(item, sorted(set(claims)))
-        except Exception as exc:  # noqa: BLE001 - reporting never breaks a run
-            _say(f"raychaos: could not label {item.nodeid}: {exc!r}")
-    return (yield)
-
-
-def _label(item: pytest.Item, claims: list[str]) -> None:
-    import allure
-
-    from chaos.report.claims import family
-
-    settings = item.config.stash[SETTINGS_KEY]
-    allure.dynamic.epic("Ray fault tolerance")
-    families = [family(c) for c in claims]
-    for fam in {f.feature: f for f in families}.values():
-        allure.dynamic.feature(fam.feature)
-        allure.dynamic.link(fam.doc, name=f"Ray docs: {fam.feature}")
-    worst = min(
-        (f.severity for f in families), key=["blocker", "critical", "normal", "minor"].index
-    )
-    allure.dynamic.severity(getattr(allure.severity_level, worst.upper()))
-    story = (
-        (item.obj.__doc__ or item.name).strip().splitlines()[0]
-        if hasattr(item, "obj")
-        else item.name
-    )
-    allure.dynamic.story(story)
-    for claim in claims:
-        allure.dynamic.label("claim", claim)
-    allure.dynamic.parameter("ray_version", settings.ray_version, excluded=True)
 
 
 _say = say

@@ -44,9 +44,23 @@ _TAGS = itertools.count(1)
 
 
 def uses_raychaos(item: pytest.Item) -> bool:
-    """True when ``item`` uses a raychaos fixture or marker."""
-    names = set(getattr(item, "fixturenames", ()))
-    return bool(names & FIXTURES) or any(item.get_closest_marker(m) for m in MARKERS)
+    """At collection: ``item`` carries a raychaos marker or asks for a fixture of that name.
+
+    A name can belong to another plugin's fixture too (``experiment`` is common), so what
+    must be exact once the test runs uses :func:`ran_raychaos` instead.
+    """
+    if any(item.get_closest_marker(m) is not None for m in MARKERS):
+        return True
+    return bool(set(getattr(item, "fixturenames", ())) & FIXTURES)
+
+
+def ran_raychaos(item: pytest.Item) -> bool:
+    """After set-up: ``item`` carries a raychaos marker or got a value from raychaos's
+    fixtures (its ``funcargs`` hold an object of this package: a Cluster, a Nemesis…)."""
+    if any(item.get_closest_marker(m) is not None for m in MARKERS):
+        return True
+    values = getattr(item, "funcargs", {}).values()
+    return any(type(v).__module__.split(".", 1)[0] == __name__.split(".", 1)[0] for v in values)
 
 
 def spec_from_marker(marker: pytest.Mark | None, settings: Settings) -> ClusterSpec:

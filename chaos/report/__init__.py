@@ -1,1 +1,17 @@
-"""The report role: Allure results, the HTML summary and the timeline pictures."""
+"""The report role: Allure results of raychaos tests, the HTML summary, the timeline pictures.
+
+While tests run (pytest):
+  allure.py      the pytest hooks (registered by chaos.plugin); inert without raychaos tests
+  labels.py      uses_raychaos(item); the one labelling path (label_running_test, label_claims)
+  claims.py      claim id → family (feature, docs, severity); claim_labels, claim_links
+  identity.py    allure-pytest's fullName/historyId/testCaseId…, from public pytest data
+  crash.py       the broken result of a test whose xdist worker died
+  runfiles.py    categories.json, executor.json, environment.properties (merged, not replaced)
+  categories.py  Allure categories, shared with the HTML page
+  properties.py  Java .properties: write, read, merge
+After a run (``raychaos report``):
+  model.py       an Allure results directory loaded: TestResult, Results, load_results
+  matrix.py      claim × Ray version → worst result; measurements
+  html.py        render_html, write_report
+  timeline.py    the history as a picture (used by chaos.experiment)
+"""

@@ -1,10 +1,21 @@
-"""Claim ids (``shared/CLAIMS.md``) → Allure structure: feature, documentation link, severity."""
+"""Claim ids (``shared/CLAIMS.md``) → Allure structure: feature, documentation link, severity.
+
+Pure functions of claim ids: the one place that says which labels and links a claim gives a
+test. :mod:`chaos.report.labels` applies them to a running test, :mod:`chaos.report.crash`
+writes them into the result of a test whose xdist worker died; both read them from here.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 DOCS = "https://docs.ray.io/en/latest/ray-core"
+EPIC = "Ray fault tolerance"
+#: The excluded Allure parameter naming the Ray version a raychaos test ran against.
+PARAMETER = "ray_version"
+#: Allure's severities, worst first: a test's severity is the worst of its claims' families.
+SEVERITIES = ("blocker", "critical", "normal", "minor", "trivial")
 
 
 @dataclass(frozen=True)
@@ -40,3 +51,39 @@ def family(claim: str) -> Family:
             f"unknown claim id {claim!r}: expected a prefix among {', '.join(FAMILIES)}"
         )
     return FAMILIES[prefix]
+
+
+def worst_severity(severities: Iterable[str]) -> str:
+    """The worst of ``severities`` in Allure's order (blocker first)."""
+    return min(severities, key=SEVERITIES.index)
+
+
+def claim_labels(claims: Sequence[str], story: str) -> list[tuple[str, str]]:
+    """(name, value) Allure labels of a test verifying ``claims``: none without a claim.
+
+    epic, one feature per family (first seen first), severity = the worst family, the story
+    and one ``claim`` label per claim id.
+    """
+    if not claims:
+        return []
+    families = [family(c) for c in claims]
+    return [
+        ("epic", EPIC),
+        *(("feature", f) for f in dict.fromkeys(f.feature for f in families)),
+        ("severity", worst_severity(f.severity for f in families)),
+        ("story", story),
+        *(("claim", c) for c in claims),
+    ]
+
+
+def claim_links(claims: Sequence[str]) -> list[tuple[str, str]]:
+    """(url, name) documentation links of ``claims``, one per URL (first family names it).
+
+    One per URL because allure-pytest drops a dynamic link whose URL the test already has
+    (NODE and NET share a page).
+    """
+    links: dict[str, str] = {}
+    for claim in claims:
+        fam = family(claim)
+        links.setdefault(fam.doc, f"Ray docs: {fam.feature}")
+    return list(links.items())

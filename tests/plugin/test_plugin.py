@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import socket
+import time
+
 import pytest
 
 pytestmark = pytest.mark.filterwarnings("ignore::pytest.PytestAssertRewriteWarning")
@@ -24,17 +27,38 @@ def test_help_lists_one_option_group_without_a_daemon(
 
 
 def test_report_header_shows_effective_settings(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile("def test_ok(): pass")
+    pytester.makepyfile("def test_ok(raychaos_settings): pass")
     result = pytester.runpytest_subprocess(
         "--raychaos-ray-version=2.59.0", "-p", "no:cacheprovider"
     )
     result.stdout.fnmatch_lines(
-        [
-            "raychaos: run *, Ray 2.59.0 (--raychaos-ray-version), image raychaos/ray:2.59.0-py3.11*",
-            "raychaos: Docker *",
-        ]
+        ["raychaos: run *, Ray 2.59.0 (--raychaos-ray-version), image raychaos/ray:2.59.0-py3.11*"]
     )
     result.assert_outcomes(passed=1)
+
+
+def test_a_run_without_raychaos_tests_hears_nothing_from_it(
+    pytester: pytest.Pytester,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """Inert unless used: no header line, no Docker call, no sweep. The engine here accepts
+    connections and never answers (the unresponsive engine that cost a plain test 31 s)."""
+    sock_path = tmp_path_factory.mktemp("engine") / "docker.sock"
+    engine = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    engine.bind(str(sock_path))
+    engine.listen(16)
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{sock_path}")
+    pytester.makepyfile("def test_ok(): pass")
+    try:
+        started = time.monotonic()
+        result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-s")
+        took = time.monotonic() - started
+    finally:
+        engine.close()
+    result.assert_outcomes(passed=1)
+    assert not [line for line in result.outlines if line.startswith("raychaos:")], result.outlines
+    assert took < 15, f"a plain test took {took:.1f} s: something waited for the engine"
 
 
 def test_bad_option_is_a_usage_error_naming_its_source(
@@ -82,7 +106,7 @@ def test_bad_marker_is_a_usage_error_naming_the_field(pytester: pytest.Pytester)
     result = pytester.runpytest_subprocess()
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(
-        ["*@pytest.mark.cluster: workers[[]0[]].num_cpus: expected a number ≥ 0, got -2*"]
+        ["*@pytest.mark.cluster: workers[[]0[]].num_cpus: expected a whole num_cpus ≥ 0, got -2*"]
     )
 
 

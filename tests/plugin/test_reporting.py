@@ -1,5 +1,8 @@
 """Allure output under xdist, crash results, run-level files and `raychaos report` (no Docker).
 
+What a repository that is not raychaos' own sees is in test_report_guest.py; that crash
+results carry allure-pytest's identity of the test, in test_report_identity.py.
+
 The suites below are plain tests with ``claim`` markers: they exercise the reporting hooks
 without booting a cluster, so the whole module runs in seconds.
 """
@@ -16,16 +19,10 @@ from typing import Any
 import pytest
 
 from chaos.cli import main
-from chaos.report.allure import format_properties
-from chaos.report.html import (
-    CATEGORIES,
-    Outcome,
-    categorize,
-    fold_retries,
-    load_claims,
-    parse_properties,
-    worst,
-)
+from chaos.report.categories import CATEGORIES, categorize
+from chaos.report.matrix import worst
+from chaos.report.model import TestResult, fold_retries, load_claims
+from chaos.report.properties import format_properties, parse_properties
 
 pytestmark = pytest.mark.filterwarnings("ignore::pytest.PytestAssertRewriteWarning")
 
@@ -309,37 +306,22 @@ def _check_report(alluredir: Path, tmp_path: Path, capsys: pytest.CaptureFixture
     assert "<script" not in page
 
 
-def test_crash_labels_are_the_labels_the_test_would_have_had(pytester: pytest.Pytester) -> None:
-    """The manifest the controller reads on a crash matches allure-pytest's own result."""
-    pytester.makeconftest(
-        """
-        import json
-        from chaos.plugin import SETTINGS_KEY
-        from chaos.report.allure import item_facts
-
-        def pytest_collection_finish(session):
-            version = session.config.stash[SETTINGS_KEY].ray_version
-            facts = {i.name: item_facts(i, version) for i in session.items}
-            (session.config.rootpath / "facts.json").write_text(json.dumps(facts))
-        """
-    )
-    run, alluredir = _run(pytester)
-    run.assert_outcomes(passed=3, failed=4, xfailed=1, skipped=2)
-    facts = json.loads((pytester.path / "facts.json").read_text())
-    for name, result in _results(alluredir).items():
-        expected = facts[name]
-        labels = [x for x in result["labels"] if x["name"] not in ("host", "thread")]
-        assert sorted(labels, key=str) == sorted(expected["labels"], key=str), name
-        for key in ("fullName", "historyId", "testCaseId", "links", "parameters", "titlePath"):
-            assert result.get(key, []) == expected[key], (name, key)
-
-
-def test_controller_cleans_once_and_keeps_history(pytester: pytest.Pytester) -> None:
+def test_an_earlier_run_is_kept_and_run_files_name_this_run(pytester: pytest.Pytester) -> None:
+    """raychaos cleans nothing (--clean-alluredir is the user's); run files describe this run."""
     alluredir = pytester.path / "allure-results"
     (alluredir / "history").mkdir(parents=True)
     (alluredir / "history" / "history.json").write_text("{}")
-    for stale in ("old-result.json", "old-container.json", "old-attachment.png", "categories.json"):
-        (alluredir / stale).write_text("stale")
+    earlier = {
+        "uuid": "old",
+        "name": "test_earlier",
+        "status": "passed",
+        "start": 1000,
+        "stop": 2000,
+        "labels": [{"name": "claim", "value": "TASK-01"}],
+        "parameters": [{"name": "ray_version", "value": "'2.1.0'", "excluded": True}],
+    }
+    (alluredir / "old-result.json").write_text(json.dumps(earlier))
+    (alluredir / "old-attachment.png").write_text("an earlier run's")
     if shutil.which("git"):
         git = ["git", "-c", "user.email=t@example.com", "-c", "user.name=t"]
         subprocess.run([*git, "init", "-q"], cwd=pytester.path, check=True)
@@ -349,11 +331,16 @@ def test_controller_cleans_once_and_keeps_history(pytester: pytest.Pytester) -> 
     run, _ = _run(pytester)
     run.assert_outcomes(passed=3, failed=4, xfailed=1, skipped=2)
     assert (alluredir / "history" / "history.json").read_text() == "{}"
-    assert not list(alluredir.glob("old-*"))
-    assert json.loads((alluredir / "categories.json").read_text())[0]["name"]
-    assert len(_results(alluredir)) == 10
+    assert (alluredir / "old-attachment.png").read_text() == "an earlier run's"
+    assert json.loads((alluredir / "old-result.json").read_text()) == earlier
+    results = _results(alluredir)
+    assert set(results) == NAMES | {"test_earlier"}
+    # Skipped in set-up (no xdist here) and still labelled: set-up labelling covers skips.
+    assert _labels(results["test_crash_in_setup"], "claim") == ["ACTOR-01"]
     env = parse_properties((alluredir / "environment.properties").read_text())
     assert env["xdist.workers"] == "0 (no xdist)"
+    # The earlier run's 2.1.0 is not this run's.
+    assert env["ray.versions.tested"] == "2.60.0"
     if shutil.which("git"):
         assert re.fullmatch(r"[0-9a-f]{40}( \(uncommitted changes\))?", env["git.commit"])
 
@@ -366,8 +353,8 @@ def test_report_of_a_missing_directory_says_what_to_do(
 
 
 # -- pure functions ----------------------------------------------------------------------------
-def _outcome(status: str, message: str = "", stop: int = 0, history: str = "h") -> Outcome:
-    return Outcome(
+def _result(status: str, message: str = "", stop: int = 0, history: str = "h") -> TestResult:
+    return TestResult(
         uuid=f"u{stop}",
         name="t",
         full_name="m#t",
@@ -383,18 +370,18 @@ def _outcome(status: str, message: str = "", stop: int = 0, history: str = "h") 
 
 
 def test_finding_is_an_xfail_whose_reason_starts_with_finding() -> None:
-    assert _outcome("skipped", "XFAIL FINDING: x\n\nAssertionError").effective_status == "finding"
-    assert _outcome("skipped", "XFAIL flaky on CI").effective_status == "skipped"
-    assert _outcome("skipped", "FINDING: x").effective_status == "finding"
+    assert _result("skipped", "XFAIL FINDING: x\n\nAssertionError").effective_status == "finding"
+    assert _result("skipped", "XFAIL flaky on CI").effective_status == "skipped"
+    assert _result("skipped", "FINDING: x").effective_status == "finding"
     # A harness error the fixtures turned into pytest.fail is not a contradiction of the docs.
     assert (
-        _outcome("failed", "Failed: ClusterBootTimeout: 1 of 3 ALIVE").effective_status == "broken"
+        _result("failed", "Failed: ClusterBootTimeout: 1 of 3 ALIVE").effective_status == "broken"
     )
-    assert _outcome("failed", "AssertionError: lost").effective_status == "failed"
+    assert _result("failed", "AssertionError: lost").effective_status == "failed"
 
 
 def test_retries_fold_to_the_latest_and_cells_show_the_worst() -> None:
-    folded = fold_retries([_outcome("broken", stop=1), _outcome("passed", stop=2)])
+    folded = fold_retries([_result("broken", stop=1), _result("passed", stop=2)])
     assert [o.status for o in folded] == ["passed"]
     assert worst(["passed", "finding", "broken"]) == "broken"
     assert worst(["passed", "failed", "broken"]) == "failed"

@@ -1,0 +1,117 @@
+"""Allure categories: why a raychaos test failed, as Allure's Categories tab and the HTML page
+show it (``categories.json`` and :func:`categorize` read the same list)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from chaos.errors import ChaosError, FaultNotObserved
+
+
+@dataclass(frozen=True)
+class Category:
+    """An Allure category: it matches the whole message (Java ``matches``, DOTALL)."""
+
+    name: str
+    description: str
+    statuses: tuple[str, ...]
+    message_regex: str
+
+    def matches(self, status: str, message: str) -> bool:
+        return status in self.statuses and re.fullmatch(self.message_regex, message) is not None
+
+    def to_allure(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "description": self.description,
+            "matchedStatuses": list(self.statuses),
+            "messageRegex": self.message_regex,
+        }
+
+
+def _subclasses(root: type[BaseException]) -> list[type[BaseException]]:
+    found: list[type[BaseException]] = []
+    for sub in root.__subclasses__():
+        found += [sub, *_subclasses(sub)]
+    return found
+
+
+def _harness_names() -> list[str]:
+    # Derived from the hierarchy so a new ChaosError subclass is categorised without an edit.
+    inconclusive = {FaultNotObserved, *_subclasses(FaultNotObserved)}
+    return sorted(
+        {ChaosError.__name__}
+        | {c.__name__ for c in _subclasses(ChaosError) if c not in inconclusive}
+    )
+
+
+#: Order matters: Allure files a result under the first category that matches (releases before
+#: allure2 PR #3330 under every one that matches), so specific causes come before the generic
+#: AssertionError. Harness errors are matched as "failed" too: the plugin's fixtures turn a
+#: ChaosError into ``pytest.fail("ClusterBootTimeout: …")``, which Allure records as failed.
+CATEGORIES: tuple[Category, ...] = (
+    Category(
+        "Worker crashed (xdist)",
+        "The pytest-xdist worker died mid-test (SIGKILL, OOM killer, os._exit, segfault); "
+        "the result was written by the controller. Rerun the test alone and check dmesg.",
+        ("broken",),
+        r"(?s).*worker '?gw\d+'? crashed.*",
+    ),
+    Category(
+        "Fault not observed / inconclusive",
+        "The fault was injected but its effect could not be verified: nothing was tested.",
+        ("broken", "failed"),
+        r"(?s).*\bFaultNotObserved\b.*",
+    ),
+    Category(
+        "Harness or Docker error",
+        "raychaos or the Docker engine failed (ChaosError subclasses, docker-py errors); "
+        "says nothing about Ray.",
+        ("broken", "failed"),
+        r"(?s).*(?:\b(?:" + "|".join(_harness_names()) + r")\b|docker\.errors\.).*",
+    ),
+    Category(
+        "Timing outside the documented window",
+        "Ray did the right thing, but outside the time window its docs and knobs imply.",
+        ("failed",),
+        r"(?s).*(?:outside \[|not within).*",
+    ),
+    Category(
+        "Ray behaviour contradicts its docs",
+        "An assertion about documented Ray behaviour failed.",
+        ("failed",),
+        r"(?s).*AssertionError.*",
+    ),
+    Category(
+        "Unexpected exception (harness bug)",
+        "An exception that is neither an assertion nor a ChaosError: a bug in the harness "
+        "or the experiment.",
+        ("broken",),
+        r"(?s).*",
+    ),
+)
+
+#: Categories that say nothing about Ray (shown as broken even when Allure says failed).
+NOT_ABOUT_RAY = frozenset({"Fault not observed / inconclusive", "Harness or Docker error"})
+
+
+def categorize(status: str, message: str) -> str | None:
+    """The name of the first category matching, as Allure picks it."""
+    return next((c.name for c in CATEGORIES if c.matches(status, message)), None)
+
+
+def merge_categories(existing: Sequence[Any], ours: Sequence[Category]) -> list[Any]:
+    """``categories.json`` content: the repository's own categories first, then ours.
+
+    Theirs first because Allure files a result under the first match and ours end in broad
+    catch-alls (any AssertionError, any broken test): appended, they only classify what the
+    repository's own categories leave out, and never re-file its tests. A category of ours
+    already in the file (from an earlier raychaos run into the same directory) is replaced,
+    not repeated. Entries that are not categories are kept as they were.
+    """
+    names = {c.name for c in ours}
+    kept = [c for c in existing if not (isinstance(c, dict) and c.get("name") in names)]
+    return [*kept, *(c.to_allure() for c in ours)]

@@ -1,0 +1,93 @@
+"""The Allure result of a raychaos test whose pytest-xdist worker died mid-test.
+
+allure-pytest writes a result at the end of the test protocol, so a worker killed mid-test
+(SIGKILL, the OOM killer, ``os._exit``, a segfault) leaves none. Each worker records
+:func:`item_facts` of its raychaos tests at collection (the manifest); on a crash the
+controller turns the facts into a ``broken`` result (:func:`crash_result`) carrying the
+labels and the identity the test would have had.
+"""
+
+from __future__ import annotations
+
+import socket
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+
+from chaos.report import identity
+from chaos.report.claims import PARAMETER
+from chaos.report.labels import labels_of
+
+
+def item_facts(item: pytest.Item, ray_version: str) -> dict[str, Any]:
+    """Everything of raychaos test ``item``'s Allure result known at collection, as JSON.
+
+    Labels of allure decorators, tags and default suites as allure-pytest adds them, then
+    raychaos' own (:func:`chaos.report.labels.labels_of`). The name stays ``item.name``: an
+    ``@allure.title`` may format fixture values, unknown until set-up.
+    """
+    ours = labels_of(item, ray_version)
+    name = identity.full_name(item)
+    params = identity.params_of(item)
+    labels = [
+        *ours.labels,
+        *identity.marker_labels(item),
+        *(("tag", t) for t in identity.tags(item)),
+        *identity.suite_labels(item),
+        ("framework", "pytest"),
+        ("language", identity.platform_label()),
+        ("package", identity.NodeId.parse(item.nodeid).package),
+    ]
+    parameters: list[dict[str, Any]] = [
+        {"name": k, "value": identity.represent(v)} for k, v in params.items()
+    ]
+    parameters.append(
+        {"name": PARAMETER, "value": identity.represent(ours.ray_version), "excluded": True}
+    )
+    links = [{"type": "link", "url": url, "name": title} for url, title in ours.links]
+    links += [{"type": t, "url": u, "name": n} for t, u, n in identity.marker_links(item)]
+    return {
+        "name": item.name,
+        "fullName": name,
+        "historyId": identity.history_id(name, params),
+        "testCaseId": identity.case_id(name),
+        "titlePath": identity.title_path(item),
+        "description": identity.description(item),
+        "descriptionHtml": identity.description_html(item),
+        "labels": [{"name": n, "value": v} for n, v in labels],
+        "links": links,
+        "parameters": parameters,
+    }
+
+
+def crash_result(
+    nodeid: str, facts: Mapping[str, Any], message: str, worker: str, start: int, stop: int
+) -> dict[str, Any]:
+    """A ``broken`` Allure result for test ``nodeid``, whose worker died, from its facts."""
+    labels = [
+        *facts.get("labels", []),
+        {"name": "host", "value": socket.gethostname()},
+        {"name": "thread", "value": worker},
+    ]
+    return {
+        # Allure's writer drops empty fields the same way.
+        **{k: v for k, v in facts.items() if v or v is False},
+        "uuid": str(uuid.uuid4()),
+        "status": "broken",
+        "stage": "finished",
+        "statusDetails": {
+            "message": message,
+            "trace": (
+                f"{message}\n\nThe pytest-xdist worker {worker} running {nodeid} died before "
+                "the test finished (SIGKILL, the OOM killer, os._exit or a segfault), so "
+                "pytest and allure-pytest recorded nothing; the raychaos controller wrote this "
+                "result.\nTry: rerun the test alone (pytest -p no:xdist "
+                f"'{nodeid}') and look for the OOM killer in `dmesg`."
+            ),
+        },
+        "start": start,
+        "stop": stop,
+        "labels": labels,
+    }

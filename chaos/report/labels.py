@@ -1,0 +1,77 @@
+"""Which tests are raychaos tests, and the Allure labels a running one gets (one path).
+
+:func:`label_running_test` is the only code that labels a live test; the hooks in
+:mod:`chaos.report.allure` call it once per test, at the end of set-up (passed, failed or
+skipped), so a test whose cluster never booted still carries its claims. :func:`labels_of`
+is what it applies; the crash results of :mod:`chaos.report.crash` are built from it too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import pytest
+
+from chaos.report.claims import PARAMETER, claim_labels, claim_links
+from chaos.testkit import ran_raychaos, uses_raychaos
+
+__all__ = ["ran_raychaos", "uses_raychaos"]
+
+def claims_of(item: pytest.Item) -> list[str]:
+    """The claim ids of every ``claim`` mark on ``item`` (module, class, function), sorted."""
+    return sorted({str(c) for m in item.iter_markers("claim") for c in m.args})
+
+
+def story_of(item: pytest.Item) -> str:
+    """The first line of the test function's docstring, else the test's name."""
+    obj = getattr(item, "obj", None)
+    doc = ((getattr(obj, "__doc__", None) or "") if obj is not None else "").strip()
+    return doc.splitlines()[0] if doc else item.name
+
+
+@dataclass(frozen=True)
+class ItemLabels:
+    """What a raychaos test carries in Allure beyond what allure-pytest gives every test."""
+
+    #: (name, value) labels: epic, features, severity, story, claims.
+    labels: tuple[tuple[str, str], ...]
+    #: (url, name) documentation links.
+    links: tuple[tuple[str, str], ...]
+    #: The Ray version, an *excluded* parameter (not part of Allure's historyId).
+    ray_version: str
+
+
+def labels_of(item: pytest.Item, ray_version: str) -> ItemLabels:
+    """The labels, links and parameter of raychaos test ``item`` (see :func:`uses_raychaos`)."""
+    claims = claims_of(item)
+    return ItemLabels(
+        labels=tuple(claim_labels(claims, story_of(item))),
+        links=tuple(claim_links(claims)),
+        ray_version=ray_version,
+    )
+
+
+def label_running_test(item: pytest.Item, ray_version: str) -> None:
+    """Add :func:`labels_of` to the Allure result of the running test ``item``.
+
+    Call it for raychaos tests only, once per test, while allure-pytest has the test's
+    result open (any time from set-up to teardown). Without ``--alluredir`` it does nothing.
+    """
+    import allure
+
+    # The parameter first: it marks the result as raychaos' even if a claim id is unknown.
+    allure.dynamic.parameter(PARAMETER, ray_version, excluded=True)
+    found = labels_of(item, ray_version)
+    for name, value in found.labels:
+        allure.dynamic.label(name, value)
+    for url, title in found.links:
+        allure.dynamic.link(url, name=title)
+
+
+def label_claims(claims: Sequence[str]) -> None:
+    """Add ``claim`` labels to the running test: postconditions checked at teardown."""
+    import allure
+
+    for claim in claims:
+        allure.dynamic.label("claim", claim)

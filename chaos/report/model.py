@@ -1,0 +1,219 @@
+"""An Allure results directory, loaded: one :class:`TestResult` per test, the run-level files.
+
+:func:`load_results` is the only I/O of the HTML report; everything else works on its output.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+from chaos.errors import ChaosError
+from chaos.report.categories import NOT_ABOUT_RAY, categorize
+from chaos.report.claims import PARAMETER
+from chaos.report.properties import parse_properties
+
+#: allure-pytest records an xfail as "skipped" with the message "XFAIL <reason>…".
+FINDING = re.compile(r"^(?:XFAIL )?FINDING:")
+MEASUREMENTS = "measurements"
+
+
+@dataclass(frozen=True)
+class Attachment:
+    name: str
+    source: str
+    type: str
+
+
+@dataclass
+class TestResult:
+    """One test's Allure result (after retries are folded), with its fixtures' attachments."""
+
+    __test__: ClassVar[bool] = False  # a result, not a pytest test class
+
+    uuid: str
+    name: str
+    full_name: str
+    history_id: str
+    status: str
+    message: str
+    trace: str
+    start: int
+    stop: int
+    claims: tuple[str, ...]
+    ray_version: str
+    labels: tuple[tuple[str, str], ...] = ()
+    attachments: list[Attachment] = field(default_factory=list)
+
+    @property
+    def effective_status(self) -> str:
+        """``finding`` for an xfail whose reason starts with FINDING:, else the Allure status."""
+        if self.status == "skipped" and FINDING.match(self.message):
+            return "finding"
+        if self.status == "failed" and self.category in NOT_ABOUT_RAY:
+            # The fixtures turn ChaosError into pytest.fail (Allure: failed); on this page
+            # "failed" means Ray contradicted its docs, so a harness failure shows as broken.
+            return "broken"
+        return self.status
+
+    @property
+    def category(self) -> str | None:
+        return categorize(self.status, self.message)
+
+
+@dataclass
+class Results:
+    directory: Path
+    tests: list[TestResult]
+    #: environment.properties as read.
+    environment: dict[str, str]
+    executor: dict[str, Any]
+    #: Attachment bodies the page embeds (timelines, measurements), by source file name.
+    blobs: dict[str, bytes]
+    #: Files that could not be read, with why.
+    problems: list[str]
+
+
+def _attachments(node: Mapping[str, Any]) -> list[Attachment]:
+    """Attachments of an executable item and of its steps, depth first."""
+    found = [
+        Attachment(str(a.get("name", "")), str(a.get("source", "")), str(a.get("type", "")))
+        for a in node.get("attachments") or []
+        if a.get("source")
+    ]
+    for step in node.get("steps") or []:
+        found += _attachments(step)
+    return found
+
+
+def unquote(value: str) -> str:
+    # allure.dynamic.parameter stores repr(value): "'2.60.0'".
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+        return value[1:-1]
+    return value
+
+
+def ray_version_of(data: Mapping[str, Any]) -> str | None:
+    """The Ray version a raychaos test ran against (its excluded parameter), else None.
+
+    Excluded only: a repository's own ``parametrize("ray_version", …)`` is not ours.
+    """
+    for param in data.get("parameters") or []:
+        if isinstance(param, dict) and param.get("name") == PARAMETER and param.get("excluded"):
+            return unquote(str(param.get("value", "")))
+    return None
+
+
+def result_from_json(data: Mapping[str, Any]) -> TestResult:
+    details = data.get("statusDetails") or {}
+    labels = tuple(
+        (str(x.get("name", "")), str(x.get("value", ""))) for x in data.get("labels", [])
+    )
+    return TestResult(
+        uuid=str(data.get("uuid", "")),
+        name=str(data.get("name", "")),
+        full_name=str(data.get("fullName", data.get("name", ""))),
+        history_id=str(data.get("historyId") or data.get("uuid", "")),
+        status=str(data.get("status") or "unknown"),
+        message=str(details.get("message") or ""),
+        trace=str(details.get("trace") or ""),
+        start=int(data.get("start") or 0),
+        stop=int(data.get("stop") or 0),
+        claims=tuple(sorted({v for n, v in labels if n == "claim"})),
+        ray_version=ray_version_of(data) or "",
+        labels=labels,
+        attachments=_attachments(data),
+    )
+
+
+def fold_retries(tests: Iterable[TestResult]) -> list[TestResult]:
+    """One result per historyId, the latest (Allure shows the others as retries)."""
+    latest: dict[str, TestResult] = {}
+    for test in tests:
+        seen = latest.get(test.history_id)
+        if seen is None or (test.stop, test.start) >= (seen.stop, seen.start):
+            latest[test.history_id] = test
+    return sorted(latest.values(), key=lambda t: (t.full_name, t.ray_version, t.name))
+
+
+def load_results(directory: Path) -> Results:
+    """Read an Allure results directory; unreadable files are listed, never fatal."""
+    if not directory.is_dir():
+        raise ChaosError(
+            f"expected a directory of Allure results, {directory} is not one",
+            hint="run pytest with --alluredir=DIR first, then `raychaos report DIR`",
+        )
+    problems: list[str] = []
+
+    def read_json(path: Path) -> Any:
+        try:
+            return json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            problems.append(f"{path.name}: {exc}")
+            return None
+
+    raw = [read_json(p) for p in sorted(directory.glob("*-result.json"))]
+    tests = [result_from_json(d) for d in raw if isinstance(d, dict)]
+    by_uuid = {t.uuid: t for t in tests}
+    # Fixture set-up/tear-down attachments (the experiment fixture's history, timeline and
+    # measurements) live in container files, linked to tests by their uuid.
+    for path in sorted(directory.glob("*-container.json")):
+        container = read_json(path)
+        if not isinstance(container, dict):
+            continue
+        extra = [
+            a
+            for f in [*container.get("befores", []), *container.get("afters", [])]
+            for a in _attachments(f)
+        ]
+        for child in container.get("children", []):
+            if child in by_uuid:
+                by_uuid[child].attachments += extra
+    folded = fold_retries(tests)
+    blobs: dict[str, bytes] = {}
+    for attachment in (a for t in folded for a in t.attachments):
+        if attachment.type == "image/png" or attachment.name == MEASUREMENTS:
+            try:
+                blobs[attachment.source] = (directory / attachment.source).read_bytes()
+            except OSError as exc:
+                problems.append(f"attachment {attachment.source} ({attachment.name}): {exc}")
+    environment: dict[str, str] = {}
+    env_file = directory / "environment.properties"
+    if env_file.is_file():
+        environment = parse_properties(env_file.read_text(encoding="utf-8"))
+    executor = (
+        read_json(directory / "executor.json") if (directory / "executor.json").is_file() else None
+    )
+    return Results(
+        directory=directory,
+        tests=folded,
+        environment=environment,
+        executor=executor if isinstance(executor, dict) else {},
+        blobs=blobs,
+        problems=problems,
+    )
+
+
+def load_claims(path: Path | None = None) -> list[tuple[str, str]]:
+    """(claim id, fault) pairs from the shipped ``claims.txt`` (``ID<TAB>fault`` a line)."""
+    if path is None:
+        from chaos.resources import fixtures_path
+
+        path = fixtures_path("claims.txt")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ChaosError(
+            f"cannot read the claim list {path}: {exc.strerror}",
+            hint="reinstall raychaos (claims.txt ships in chaos/fixtures)",
+        ) from exc
+    claims: list[tuple[str, str]] = []
+    for line in text.splitlines():
+        if line.strip() and not line.startswith("#"):
+            claim, _, fault = line.partition("\t")
+            claims.append((claim.strip(), fault.strip()))
+    return claims
