@@ -18,6 +18,7 @@ from chaos.testkit import ran_raychaos, uses_raychaos
 
 __all__ = ["ran_raychaos", "uses_raychaos"]
 
+
 def claims_of(item: pytest.Item) -> list[str]:
     """The claim ids of every ``claim`` mark on ``item`` (module, class, function), sorted."""
     return sorted({str(c) for m in item.iter_markers("claim") for c in m.args})
