@@ -42,6 +42,11 @@ class Experiment:
     inv01_timeout: float = INV01_TASKS_S
 
     @property
+    def ray_version(self) -> str:
+        """The Ray release of the cluster under test."""
+        return self.cluster.spec.ray_version
+
+    @property
     def history(self) -> History:
         return self.cluster.history
 

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from chaos.nemesis.nemesis import Nemesis
 
 RUN_ID_INPUT = "raychaos_run_id"
+VERSION_FIXTURE = "raychaos_ray_version"
 WORKLOADS_INI = "raychaos_workloads"
 
 
@@ -47,6 +48,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         kwargs: dict[str, Any] = {"dest": f"raychaos_{option.dest}", "help": option.help}
         if option.is_flag:
             group.addoption(option.flag, action="store_true", default=False, **kwargs)
+        elif option.repeatable:
+            group.addoption(option.flag, action="append", default=[], **kwargs)
         else:
             group.addoption(option.flag, default=None, **kwargs)
         parser.addini(
@@ -94,6 +97,15 @@ def pytest_configure_node(node: Any) -> None:
 
 
 @pytest.hookimpl
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Every test that boots a cluster runs once per Ray release of the run, the release in
+    its id (``test_x[2.60.0]``) and as a parameter, so each release has its own history."""
+    if VERSION_FIXTURE in metafunc.fixturenames:
+        versions = metafunc.config.stash[SETTINGS_KEY].ray_versions
+        metafunc.parametrize(VERSION_FIXTURE, versions, ids=list(versions))
+
+
+@pytest.hookimpl
 def pytest_collection_finish(session: pytest.Session) -> None:
     """Note whether any collected test uses raychaos; say what it will run against."""
     config = session.config
@@ -103,10 +115,10 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         from chaos.backends.docker.images import ray_image_tag
 
         settings = config.stash[SETTINGS_KEY]
-        image = settings.image or ray_image_tag(settings.ray_version, "3.11")
+        image = settings.image or ", ".join(ray_image_tag(v, "3.11") for v in settings.ray_versions)
         reporter.write_line(
-            f"raychaos: run {config.stash[RUN_ID_KEY]}, Ray {settings.ray_version} "
-            f"({settings.sources.get('ray_version')}), image {image}, "
+            f"raychaos: run {config.stash[RUN_ID_KEY]}, Ray {', '.join(settings.ray_versions)} "
+            f"({settings.sources.get('ray_versions')}), image {image}, "
             f"boot timeout {settings.boot_timeout:.0f} s, keep={settings.keep}"
         )
 
@@ -203,9 +215,19 @@ def raychaos_workload_paths(
 
 
 @pytest.fixture
-def cluster_spec(request: pytest.FixtureRequest, raychaos_settings: Settings) -> ClusterSpec:
+def raychaos_ray_version(raychaos_settings: Settings) -> str:
+    """The Ray release this test runs against (parametrised: one test per release)."""
+    return raychaos_settings.ray_version
+
+
+@pytest.fixture
+def cluster_spec(
+    request: pytest.FixtureRequest, raychaos_settings: Settings, raychaos_ray_version: str
+) -> ClusterSpec:
     """What ``ray_cluster`` boots: the ``cluster`` marker over the session settings."""
-    return spec_from_marker(request.node.get_closest_marker("cluster"), raychaos_settings)
+    return spec_from_marker(
+        request.node.get_closest_marker("cluster"), raychaos_settings, raychaos_ray_version
+    )
 
 
 @pytest.fixture

@@ -32,6 +32,8 @@ class Option:
     help: str
     parse: Callable[[str], Any] = str
     is_flag: bool = False
+    #: Given several times on the command line; env and ini take a list (commas or spaces).
+    repeatable: bool = False
 
 
 def _positive_seconds(raw: str) -> float:
@@ -53,6 +55,31 @@ def _ray_version(raw: str) -> str:
             f"expected a released Ray version such as 2.60.0, got {raw!r}{hint}"
         ) from None
     return raw
+
+
+def split_list(raw: str) -> list[str]:
+    """``"a, b c"`` → ``["a", "b", "c"]``: how env and ini spell a list."""
+    return [part for part in re.split(r"[,\s]+", raw) if part]
+
+
+def _ray_versions(raw: str) -> tuple[str, ...]:
+    versions = [_ray_version(v) for v in split_list(raw)]
+    if not versions:
+        raise SettingError("expected at least one Ray release such as 2.60.0")
+    twice = sorted({v for v in versions if versions.count(v) > 1})
+    if twice:
+        raise SettingError(
+            f"expected different Ray releases, got {', '.join(twice)} more than once"
+        )
+    return tuple(versions)
+
+
+def _optional_version(raw: str) -> str:
+    return _ray_version(raw) if raw else ""
+
+
+def _claim_patterns(raw: str) -> tuple[str, ...]:
+    return tuple(split_list(raw))
 
 
 def _slots(raw: str) -> int:
@@ -82,13 +109,34 @@ def _image(raw: str) -> str:
 
 OPTIONS: tuple[Option, ...] = (
     Option(
-        "ray_version",
+        "ray_versions",
         "--raychaos-ray-version",
         "raychaos_ray_version",
         "RAYCHAOS_RAY_VERSION",
         DEFAULT_RAY_VERSION,
-        "Ray release the clusters run (an image is built for it on first use)",
-        _ray_version,
+        "Ray release the clusters run (an image is built for it on first use); repeat it to "
+        "run every experiment once per release",
+        _ray_versions,
+        repeatable=True,
+    ),
+    Option(
+        "skew_from",
+        "--raychaos-skew-from",
+        "raychaos_skew_from",
+        "RAYCHAOS_SKEW_FROM",
+        "",
+        "the other Ray release of version-skew experiments (default: another release of the "
+        "run, else the one before)",
+        _optional_version,
+    ),
+    Option(
+        "claims",
+        "--raychaos-claims",
+        "raychaos_claims",
+        "RAYCHAOS_CLAIMS",
+        "",
+        "run only experiments verifying these claims (ids or patterns: OBJ-*,TASK-01)",
+        _claim_patterns,
     ),
     Option(
         "image",
@@ -150,7 +198,10 @@ OPTIONS: tuple[Option, ...] = (
 
 @dataclass(frozen=True)
 class Settings:
-    ray_version: str = DEFAULT_RAY_VERSION
+    #: Every experiment runs once per release, in this order.
+    ray_versions: tuple[str, ...] = (DEFAULT_RAY_VERSION,)
+    skew_from: str = ""
+    claims: tuple[str, ...] = ()
     image: str = ""
     base_image: str = ""
     patch_python: str = ""
@@ -160,6 +211,11 @@ class Settings:
     workload_paths: tuple[Path, ...] = ()
     #: Where each value came from ("--flag", "env VAR", "ini key", "default").
     sources: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def ray_version(self) -> str:
+        """The run's main release (the last given): what a single-version caller uses."""
+        return self.ray_versions[-1]
 
 
 def resolve(
@@ -172,8 +228,10 @@ def resolve(
     for option in OPTIONS:
         raw: Any
         cli_value = cli.get(option.dest)
-        if cli_value not in (None, False):
+        if cli_value not in (None, False, []):
             raw, source = cli_value, option.flag
+            if isinstance(raw, list):
+                raw = ",".join(raw)
         elif env.get(option.env):
             raw, source = env[option.env], f"env {option.env}"
         elif ini.get(option.ini) not in (None, ""):

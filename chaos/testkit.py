@@ -54,6 +54,13 @@ def uses_raychaos(item: pytest.Item) -> bool:
     return bool(set(getattr(item, "fixturenames", ())) & FIXTURES)
 
 
+def version_of(item: pytest.Item) -> str | None:
+    """The Ray release a test is parametrised with (None: the run's main release)."""
+    callspec = getattr(item, "callspec", None)
+    version = getattr(callspec, "params", {}).get("raychaos_ray_version")
+    return str(version) if version else None
+
+
 def ran_raychaos(item: pytest.Item) -> bool:
     """After set-up: ``item`` carries a raychaos marker or got a value from raychaos's
     fixtures (its ``funcargs`` hold an object of this package: a Cluster, a Nemesis…)."""
@@ -63,9 +70,12 @@ def ran_raychaos(item: pytest.Item) -> bool:
     return any(type(v).__module__.split(".", 1)[0] == __name__.split(".", 1)[0] for v in values)
 
 
-def spec_from_marker(marker: pytest.Mark | None, settings: Settings) -> ClusterSpec:
+def spec_from_marker(
+    marker: pytest.Mark | None, settings: Settings, ray_version: str | None = None
+) -> ClusterSpec:
     """``@pytest.mark.cluster(topology, **fields)`` → a validated :class:`ClusterSpec`."""
-    base = ClusterSpec(ray_version=settings.ray_version, boot_timeout_s=settings.boot_timeout)
+    ray_version = ray_version or settings.ray_version
+    base = ClusterSpec(ray_version=ray_version, boot_timeout_s=settings.boot_timeout)
     args: tuple[Any, ...] = marker.args if marker else ()
     kwargs: dict[str, Any] = dict(marker.kwargs) if marker else {}
     topology = kwargs.pop("topology", None) or (args[0] if args else None)
@@ -74,7 +84,7 @@ def spec_from_marker(marker: pytest.Mark | None, settings: Settings) -> ClusterS
     try:
         if topology:
             base = load_topology(str(topology)).replace(
-                ray_version=settings.ray_version, boot_timeout_s=settings.boot_timeout
+                ray_version=ray_version, boot_timeout_s=settings.boot_timeout
             )
         fields = {f: getattr(base, f) for f in base.__dataclass_fields__}
         fields.update(kwargs)
@@ -112,7 +122,11 @@ class ClusterFactory:
         from chaos.cluster.cluster import Cluster
 
         if spec is None:
-            spec = spec_from_marker(self.request.node.get_closest_marker("cluster"), self.settings)
+            spec = spec_from_marker(
+                self.request.node.get_closest_marker("cluster"),
+                self.settings,
+                version_of(self.request.node),
+            )
         if fields:
             spec = spec.replace(**fields)
         backend = docker_backend(

@@ -26,7 +26,6 @@ from chaos.check import (
     strike_on,
 )
 from chaos.experiment import Experiment
-from chaos.settings import Settings
 
 MB = 1024 * 1024
 WORKERS_1 = [{"name": "worker-1", "count": 1, "num_cpus": 1}]  # one node called worker-1
@@ -57,14 +56,12 @@ def check_died(errors: list[dict[str, Any]], version: str) -> dict[str, Any]:
 
 @pytest.mark.claim("ACTOR-01")
 @pytest.mark.cluster(env=FAST_HEALTH_CHECKS, head={"num_cpus": 0}, workers=WORKERS_2)
-def test_actor_without_restarts_dies_with_its_process_or_node(
-    experiment: Experiment, raychaos_settings: Settings
-) -> None:
+def test_actor_without_restarts_dies_with_its_process_or_node(experiment: Experiment) -> None:
     """``max_restarts=0``: not restarted; calls fail with ActorDiedError; State API DEAD with
     death cause WORKER_DIED (process SIGKILL) or NODE_DIED (node killed)."""
     cluster = experiment.cluster
     band = experiment.node_death_band()
-    version = raychaos_settings.ray_version
+    version = experiment.ray_version
 
     run = cluster.run("workloads.actors:actor_dies", on="worker-2", kill="host", timeout=300)
     kill, _ = strike_on(experiment, run, "actor_alive", KILL_PROCESS)
@@ -127,14 +124,12 @@ def check_restarts(
 
 @pytest.mark.claim("ACTOR-02")
 @pytest.mark.cluster(env=FAST_HEALTH_CHECKS, head={"num_cpus": 0}, workers=WORKERS_3)
-def test_restarted_actor_loses_state_and_moves_off_a_dead_node(
-    experiment: Experiment, raychaos_settings: Settings
-) -> None:
+def test_restarted_actor_loses_state_and_moves_off_a_dead_node(experiment: Experiment) -> None:
     """``max_restarts=1``: the first death restarts the actor (``__init__`` again, in-memory
     state lost; on another node if its node died), ``num_restarts`` 1; the second is final."""
     cluster = experiment.cluster
     band = experiment.node_death_band()
-    version = raychaos_settings.ray_version
+    version = experiment.ray_version
 
     run = cluster.run("workloads.actors:actor_restarts", on="worker-1", kill="host", timeout=400)
     strike_on(experiment, run, "actor_alive", KILL_PROCESS)
@@ -163,14 +158,12 @@ def test_restarted_actor_loses_state_and_moves_off_a_dead_node(
 
 @pytest.mark.claim("ACTOR-03", "ACTOR-04")
 @pytest.mark.cluster(head={"num_cpus": 0}, workers=WORKERS_2)
-def test_calls_during_a_restart_and_owner_death(
-    experiment: Experiment, raychaos_settings: Settings
-) -> None:
+def test_calls_during_a_restart_and_owner_death(experiment: Experiment) -> None:
     """ACTOR-03: calls queued when the actor dies fail with ActorUnavailableError unless
     ``max_task_retries=-1`` (then all succeed, in order). ACTOR-04: a non-detached actor dies
     with its owner despite restarts left (OWNER_DIED); a detached one survives."""
     cluster = experiment.cluster
-    version = raychaos_settings.ray_version
+    version = experiment.ray_version
 
     # Call 10 of 40 SIGKILLs the actor's own process (max_restarts=1).
     seen = cluster.run(
@@ -212,9 +205,7 @@ def test_calls_during_a_restart_and_owner_death(
 
 @pytest.mark.claim("ACTOR-05")
 @pytest.mark.cluster(env=FAST_HEALTH_CHECKS, head={"num_cpus": 0}, workers=WORKERS_3)
-def test_actor_task_output_is_reconstructed_only_with_task_retries(
-    experiment: Experiment, raychaos_settings: Settings
-) -> None:
+def test_actor_task_output_is_reconstructed_only_with_task_retries(experiment: Experiment) -> None:
     """An actor task's output lost with its node: ``max_task_retries=0`` → unreconstructable
     (RETRIES_DISABLED); ``-1`` → the restarted actor re-runs the method."""
     cluster = experiment.cluster
@@ -232,7 +223,7 @@ def test_actor_task_output_is_reconstructed_only_with_task_retries(
     seen = run.result(timeout=240)
     err = seen["error"]
     assert err is not None, f"the output must be lost: {seen}"
-    if at_least(raychaos_settings.ray_version, "2.59.0"):
+    if at_least(experiment.ray_version, "2.59.0"):
         assert err["type"] == "ObjectReconstructionFailedError", err
         assert err.get("reason") == "OBJECT_UNRECONSTRUCTABLE_RETRIES_DISABLED", err
     assert "ObjectLostError" in [err["type"], *err["bases"]], err["bases"]

@@ -31,7 +31,6 @@ from chaos.check import (
 )
 from chaos.experiment import Experiment
 from chaos.nemesis import Fault, Nemesis
-from chaos.settings import Settings
 from chaos.workload.run import WorkloadRun
 
 WORKERS_2 = [{"name": "worker", "count": 2, "num_cpus": 1}]
@@ -75,15 +74,13 @@ def pushed(run: WorkloadRun, ip: str) -> list[str]:
 
 @pytest.mark.claim("NODE-01", "NODE-02", "NODE-04")
 @pytest.mark.cluster(env=FAST_HEALTH_CHECKS, head={"num_cpus": 0}, workers=WORKERS_3)
-def test_killed_node_killed_raylet_and_graceful_stop(
-    experiment: Experiment, raychaos_settings: Settings
-) -> None:
+def test_killed_node_killed_raylet_and_graceful_stop(experiment: Experiment) -> None:
     """A killed container (NODE-01) and a killed raylet (NODE-02) are node failures: work
     fails, DEAD within the band, UNEXPECTED_TERMINATION, an error pushed to the driver. ``ray
     stop`` (NODE-04) is EXPECTED_TERMINATION with no error pushed."""
     cluster = experiment.cluster
     band = experiment.node_death_band()
-    version = raychaos_settings.ray_version
+    version = experiment.ray_version
 
     for claim, name, how, strike in (
         ("NODE-01", "worker-1", "node", KILL_NODE),

@@ -25,7 +25,6 @@ from chaos.check import (
     strike_on,
 )
 from chaos.experiment import Experiment
-from chaos.settings import Settings
 
 MB = 1024 * 1024
 WORKERS_2 = [{"name": "worker", "count": 2, "num_cpus": 1}]
@@ -53,14 +52,12 @@ def check_lost(err: dict[str, Any] | None, version: str, reason: str) -> None:
 
 @pytest.mark.claim("OBJ-01", "OBJ-02")
 @pytest.mark.cluster(env=FAST_HEALTH_CHECKS, head={"num_cpus": 0}, workers=WORKERS_3)
-def test_lost_output_is_reconstructed_only_with_retries(
-    experiment: Experiment, raychaos_settings: Settings
-) -> None:
+def test_lost_output_is_reconstructed_only_with_retries(experiment: Experiment) -> None:
     """Lineage reconstruction re-runs the producer once (OBJ-01); with ``max_retries=0`` the
     driver gets RETRIES_DISABLED and a dependent task a RayTaskError wrapping it (OBJ-02)."""
     cluster = experiment.cluster
     band = experiment.node_death_band()
-    version = raychaos_settings.ray_version
+    version = experiment.ray_version
 
     run = cluster.run(
         "workloads.objects:lineage_reconstruction",
@@ -112,9 +109,7 @@ def test_lost_output_is_reconstructed_only_with_retries(
 
 @pytest.mark.claim("OBJ-03")
 @pytest.mark.cluster(env=FAST_HEALTH_CHECKS, head={"num_cpus": 0}, workers=WORKERS_3)
-def test_object_lost_again_after_its_budget_is_unrecoverable(
-    experiment: Experiment, raychaos_settings: Settings
-) -> None:
+def test_object_lost_again_after_its_budget_is_unrecoverable(experiment: Experiment) -> None:
     """``max_retries=1``: the first loss is reconstructed (one retry used), the second is final
     with MAX_ATTEMPTS_EXCEEDED."""
     cluster = experiment.cluster
@@ -134,7 +129,7 @@ def test_object_lost_again_after_its_budget_is_unrecoverable(
     seen = run.result(timeout=240)
     check_lost(
         seen["driver_error"],
-        raychaos_settings.ray_version,
+        experiment.ray_version,
         "OBJECT_UNRECONSTRUCTABLE_MAX_ATTEMPTS_EXCEEDED",
     )
     assert seen["executions"] == 2, "one reconstruction, then the budget is spent"
@@ -207,9 +202,7 @@ def test_owner_death_loses_the_object_a_secondary_copy_does_not(experiment: Expe
     head={"num_cpus": 0},
     workers=WORKERS_3,
 )
-def test_evicted_lineage_makes_a_loss_unrecoverable(
-    experiment: Experiment, raychaos_settings: Settings
-) -> None:
+def test_evicted_lineage_makes_a_loss_unrecoverable(experiment: Experiment) -> None:
     """12 task specs of ~20 KiB overflow a 100 kB lineage cap: after the loss every object
     fails with LINEAGE_EVICTED. Control on the same cluster: 3 specs (~60 kB) fit and are
     reconstructed, so the cap is the cause."""
@@ -222,7 +215,7 @@ def test_evicted_lineage_makes_a_loss_unrecoverable(
     for row in seen["objects"]:
         check_lost(
             row.get("error"),
-            raychaos_settings.ray_version,
+            experiment.ray_version,
             "OBJECT_UNRECONSTRUCTABLE_LINEAGE_EVICTED",
         )
         assert row["executions"] == 1, f"object {row['index']} must not be re-executed: {row}"

@@ -23,7 +23,6 @@ from chaos.check import (
     strike_on,
 )
 from chaos.experiment import Experiment
-from chaos.settings import Settings
 
 WORKERS_1 = [{"name": "worker-1", "count": 1, "num_cpus": 1}]  # one node called worker-1
 WORKERS_3 = [{"name": "worker", "count": 3, "num_cpus": 1}]
@@ -114,16 +113,14 @@ def test_application_exceptions_are_retried_only_when_asked(experiment: Experime
 
 @pytest.mark.claim("TASK-04", "TASK-05")
 @pytest.mark.cluster(env=FAST_HEALTH_CHECKS, head={"num_cpus": 0}, workers=WORKERS_3)
-def test_node_death_fails_or_retries_its_task(
-    experiment: Experiment, raychaos_settings: Settings
-) -> None:
+def test_node_death_fails_or_retries_its_task(experiment: Experiment) -> None:
     """TASK-04: without retries ``NodeDiedError`` (naming IP and node id) comes at once, before
     the node is marked DEAD. TASK-05: with a retry left the task completes on another node,
     although ``retry_exceptions=False``."""
     cluster = experiment.cluster
     band = experiment.node_death_band()
     # Same observed behaviour on 2.59.0 and 2.60.0 (notes); NodeDiedError exists in both.
-    assert at_least(raychaos_settings.ray_version, "2.59.0")
+    assert at_least(experiment.ray_version, "2.59.0")
 
     victim = cluster.node("worker-1")
     victim_id = str(victim.node_id)

@@ -1,7 +1,7 @@
 """Version skew (Ray: ``check_version_info``): VER-01, VER-02, VER-03.
 
-A worker image of another Ray release (the "previous release" of CLAIMS.md for the default
-2.60.0, and 2.60.0 when the suite runs on 2.59.0) joins, or drives, the cluster; a worker whose
+A worker image of another Ray release (``--raychaos-skew-from``, else another release of the
+run, else the release before the one under test) joins, or drives, the cluster; a worker whose
 interpreter is another Python patch release joins with and without
 ``RAY_DEFAULT_PYTHON_VERSION_MATCH_LEVEL=minor``.
 """
@@ -15,6 +15,7 @@ import pytest
 from chaos import labels
 from chaos.backends.docker import python_patch
 from chaos.backends.docker.images import ImageBuilder
+from chaos.check.versions import skew_partner
 from chaos.cluster.cluster import Cluster
 from chaos.cluster.plan import GCS_PORT
 from chaos.cluster.spec import NodeSpec
@@ -23,16 +24,20 @@ from chaos.settings import Settings
 from chaos.testkit import ClusterFactory
 from chaos.waits import poll
 
-#: Each Ray release under test, and the one it is skewed against.
-OTHER = {"2.60.0": "2.59.0", "2.59.0": "2.60.0"}
 #: `ray start` of a mismatched worker must give up "within seconds".
 REJECT_WITHIN_S = 60
 MATCH_LEVEL = "RAY_DEFAULT_PYTHON_VERSION_MATCH_LEVEL"
 
 
 @pytest.fixture
-def skewed(ray_cluster_factory: ClusterFactory, raychaos_settings: Settings) -> tuple[Cluster, str]:
-    other = OTHER.get(raychaos_settings.ray_version, "2.59.0")
+def skewed(
+    ray_cluster_factory: ClusterFactory, raychaos_settings: Settings, raychaos_ray_version: str
+) -> tuple[Cluster, str]:
+    """The run's release with one worker of another (``skew_partner``: --raychaos-skew-from,
+    else another release of the run, else the release before)."""
+    other = skew_partner(
+        raychaos_ray_version, raychaos_settings.ray_versions, raychaos_settings.skew_from
+    )
     cluster = ray_cluster_factory(
         workers=(
             NodeSpec(name="worker", count=1),
@@ -47,9 +52,10 @@ def patch_image(
     image_builder: ImageBuilder,
     raychaos_settings: Settings,
     raychaos_identity: labels.RunIdentity,
+    raychaos_ray_version: str,
 ) -> tuple[str, python_patch.Interpreter]:
     """The suite's Ray image with its venv on another patch release of the same Python."""
-    base = raychaos_settings.image or image_builder.ensure(raychaos_settings.ray_version)
+    base = raychaos_settings.image or image_builder.ensure(raychaos_ray_version)
     given = raychaos_settings.patch_python
     try:
         interpreter = python_patch.probe(given or python_patch.host_interpreter())

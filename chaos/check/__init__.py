@@ -48,7 +48,7 @@ from chaos.check.strikes import (
     victim_node,
     victim_pid,
 )
-from chaos.check.versions import at_least
+from chaos.check.versions import at_least, skew_partner
 from chaos.check.windows import (
     WithHistory,
     fault_to_actor_alive,
@@ -96,6 +96,7 @@ __all__ = [
     "node_death_band",
     "record",
     "since",
+    "skew_partner",
     "status_now",
     "stays_dead",
     "strike_on",

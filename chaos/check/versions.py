@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+from chaos.cluster import checks
+
 
 def at_least(version: str, floor: str) -> bool:
     """``version`` >= ``floor`` for Ray release strings such as '2.59.0'."""
@@ -10,3 +14,19 @@ def at_least(version: str, floor: str) -> bool:
         return tuple(int(p) for p in v.split(".")[:3])
 
     return parts(version) >= parts(floor)
+
+
+def skew_partner(version: str, run_versions: Sequence[str], skew_from: str = "") -> str:
+    """The other release of a version-skew experiment on ``version``.
+
+    ``--raychaos-skew-from`` when given; else another release of the run (an upgrade check
+    runs both sides, so each is skewed against the other); else the release before it.
+    """
+    if skew_from and skew_from != version:
+        return skew_from
+    others = [v for v in run_versions if v != version]
+    if others:
+        return others[0]
+    known = checks.known_releases()
+    older = [v for v in known if checks.release_key(v) < checks.release_key(version)]
+    return older[-1] if older else known[known.index(version) + 1]

@@ -43,6 +43,7 @@ from chaos.keys import SETTINGS_KEY
 from chaos.report.crash import crash_result, item_facts
 from chaos.report.labels import label_running_test, ran_raychaos, uses_raychaos
 from chaos.report.runfiles import RunInfo, raychaos_versions, write_atomic, write_run_files
+from chaos.testkit import version_of
 
 MANIFEST_INPUT = "raychaos_manifest_dir"
 
@@ -134,7 +135,9 @@ def pytest_runtest_setup(item: pytest.Item) -> Generator[None, None, None]:
         if _state(item.config) is not None:
             with _guard(item.config, f"label {item.nodeid}"):
                 if ran_raychaos(item):
-                    label_running_test(item, item.config.stash[SETTINGS_KEY].ray_version)
+                    label_running_test(
+                        item, version_of(item) or item.config.stash[SETTINGS_KEY].ray_version
+                    )
 
 
 @pytest.hookimpl
@@ -151,7 +154,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     with _guard(config, "write the collection manifest"):
         ray_version = config.stash[SETTINGS_KEY].ray_version
         manifest = {
-            item.nodeid: item_facts(item, ray_version)
+            item.nodeid: item_facts(item, version_of(item) or ray_version)
             for item in session.items
             if uses_raychaos(item)
         }

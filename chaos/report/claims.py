@@ -13,7 +13,9 @@ from dataclasses import dataclass
 DOCS = "https://docs.ray.io/en/latest/ray-core"
 EPIC = "Ray fault tolerance"
 #: The excluded Allure parameter naming the Ray version a raychaos test ran against.
-PARAMETER = "ray_version"
+#: The excluded Allure parameter that marks a result as raychaos's and names its Ray release
+#: (the test id's ``ray_version`` parameter may belong to anyone's parametrisation).
+PARAMETER = "raychaos.ray_version"
 #: Allure's severities, worst first: a test's severity is the worst of its claims' families.
 SEVERITIES = ("blocker", "critical", "normal", "minor", "trivial")
 

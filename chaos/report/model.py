@@ -100,7 +100,7 @@ def unquote(value: str) -> str:
 def ray_version_of(data: Mapping[str, Any]) -> str | None:
     """The Ray version a raychaos test ran against (its excluded parameter), else None.
 
-    Excluded only: a repository's own ``parametrize("ray_version", …)`` is not ours.
+    Excluded only: a repository's own parametrisation is not ours.
     """
     for param in data.get("parameters") or []:
         if isinstance(param, dict) and param.get("name") == PARAMETER and param.get("excluded"):

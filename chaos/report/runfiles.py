@@ -79,7 +79,7 @@ class RunInfo:
         return cls(
             run_id=config.stash[RUN_ID_KEY],
             ray_version=settings.ray_version,
-            ray_version_source=str(settings.sources.get("ray_version")),
+            ray_version_source=str(settings.sources.get("ray_versions")),
             image=settings.image or ray_image_tag(settings.ray_version, "3.11"),
             xdist_workers=int(workers or 0),
             root=config.rootpath,

@@ -33,7 +33,7 @@ EARLIER = {
     "start": 1000,
     "stop": 2000,
     "labels": [{"name": "claim", "value": "TASK-01"}],
-    "parameters": [{"name": "ray_version", "value": "'2.1.0'", "excluded": True}],
+    "parameters": [{"name": "raychaos.ray_version", "value": "'2.1.0'", "excluded": True}],
 }
 
 PLAIN_SUITE = """

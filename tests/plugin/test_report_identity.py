@@ -172,7 +172,7 @@ def test_crash_facts_equal_what_allure_pytest_writes(
             assert result[key] == mine[key], (name, key)
         history_ids.add(result["historyId"])
         if not mine["raychaos"]:
-            assert "ray_version" not in json.dumps(result.get("parameters", [])), name
+            assert "raychaos.ray_version" not in json.dumps(result.get("parameters", [])), name
             continue
         expected = mine["facts"]
         labels = [x for x in result["labels"] if x["name"] not in ("host", "thread")]

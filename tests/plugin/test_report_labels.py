@@ -106,10 +106,10 @@ def test_uses_raychaos(pytester: pytest.Pytester) -> None:
         "test_plain": False,
         "test_claim": True,
         "test_cluster_marker": True,
-        "test_ray_cluster": True,
+        "test_ray_cluster[2.60.0]": True,
         "test_settings": True,
-        "test_through_a_fixture_of_theirs": True,
-        "test_cluster_spec_pulls_settings": True,
+        "test_through_a_fixture_of_theirs[2.60.0]": True,
+        "test_cluster_spec_pulls_settings[2.60.0]": True,
         "test_by_class": True,
         # Named like raychaos' own fixture: a collection-time guess (used for crash manifests).
         "test_own_fixtures": True,
@@ -124,7 +124,7 @@ def test_uses_raychaos(pytester: pytest.Pytester) -> None:
         "test_claim": True,
         "test_cluster_marker": True,
         "test_settings": True,
-        "test_cluster_spec_pulls_settings": True,
+        "test_cluster_spec_pulls_settings[2.60.0]": True,
         "test_by_class": True,
         # Fixtures named like raychaos' own, defined by the repository: not ours.
         "test_own_fixtures": False,

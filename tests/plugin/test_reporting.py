@@ -200,7 +200,7 @@ def _check_one_result_per_test(run: pytest.RunResult, alluredir: Path) -> None:
         )
         assert _labels(crashed, "epic") == ["Ray fault tolerance"]
         assert _labels(crashed, "thread")[0].startswith("gw")
-        assert crashed["parameters"][-1]["name"] == "ray_version"
+        assert crashed["parameters"][-1]["name"] == "raychaos.ray_version"
     call = results["test_crash_in_call"]
     assert _labels(call, "claim") == ["GCS-01", "NODE-01"]
     assert _labels(call, "feature") == ["Head and GCS", "Nodes and raylets"]
@@ -217,7 +217,9 @@ def _check_labels_steps_and_attachments(alluredir: Path) -> None:
     assert [link["url"] for link in retried["links"]] == [
         "https://docs.ray.io/en/latest/ray-core/fault_tolerance/tasks.html"
     ]
-    assert {"name": "ray_version", "value": "'2.60.0'", "excluded": True} in retried["parameters"]
+    assert {"name": "raychaos.ray_version", "value": "'2.60.0'", "excluded": True} in retried[
+        "parameters"
+    ]
     [step] = retried["steps"]
     assert step["name"] == "kill the worker"
     # Every attachment any result or container names exists (teardown ones live in containers).
@@ -318,7 +320,7 @@ def test_an_earlier_run_is_kept_and_run_files_name_this_run(pytester: pytest.Pyt
         "start": 1000,
         "stop": 2000,
         "labels": [{"name": "claim", "value": "TASK-01"}],
-        "parameters": [{"name": "ray_version", "value": "'2.1.0'", "excluded": True}],
+        "parameters": [{"name": "raychaos.ray_version", "value": "'2.1.0'", "excluded": True}],
     }
     (alluredir / "old-result.json").write_text(json.dumps(earlier))
     (alluredir / "old-attachment.png").write_text("an earlier run's")

@@ -98,9 +98,11 @@ def _result(directory: Path, name: str, start: int, **extra: object) -> None:
 
 def test_only_this_runs_raychaos_results_count(tmp_path: Path) -> None:
     since = int(time.time() * 1000)
-    ours = {"name": "ray_version", "value": "'2.60.0'", "excluded": True}
+    ours = {"name": "raychaos.ray_version", "value": "'2.60.0'", "excluded": True}
     _result(tmp_path, "earlier", since - 60_000, parameters=[ours])
-    _result(tmp_path, "theirs", since + 1, parameters=[{"name": "ray_version", "value": "'1'"}])
+    _result(
+        tmp_path, "theirs", since + 1, parameters=[{"name": "raychaos.ray_version", "value": "'1'"}]
+    )
     assert raychaos_versions(tmp_path, since) is None
     _result(tmp_path, "claimed", since + 2, labels=[{"name": "claim", "value": "TASK-01"}])
     assert raychaos_versions(tmp_path, since) == set()

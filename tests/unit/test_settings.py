@@ -12,7 +12,7 @@ def test_defaults() -> None:
     assert settings.ray_version == "2.60.0"
     assert settings.boot_timeout == 180.0
     assert settings.keep is False
-    assert settings.sources["ray_version"] == "default"
+    assert settings.sources["ray_versions"] == "default"
     assert settings.boot_slots == 0, "0 = auto: one booting cluster per two cores"
 
 
@@ -23,11 +23,11 @@ def test_boot_slots_from_env() -> None:
 def test_cli_beats_env_beats_ini() -> None:
     ini = {"raychaos_ray_version": "2.58.0", "raychaos_boot_timeout": "90"}
     env = {"RAYCHAOS_RAY_VERSION": "2.59.0"}
-    settings = resolve({"ray_version": "2.60.0"}, ini, env=env)
+    settings = resolve({"ray_versions": ["2.60.0"]}, ini, env=env)
     assert settings.ray_version == "2.60.0"
-    assert settings.sources["ray_version"] == "--raychaos-ray-version"
+    assert settings.sources["ray_versions"] == "--raychaos-ray-version"
     settings = resolve({}, ini, env=env)
-    assert (settings.ray_version, settings.sources["ray_version"]) == (
+    assert (settings.ray_version, settings.sources["ray_versions"]) == (
         "2.59.0",
         "env RAYCHAOS_RAY_VERSION",
     )
