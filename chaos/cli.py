@@ -12,9 +12,14 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType
+from typing import TYPE_CHECKING
 
 from chaos.cluster.spec import DEFAULT_RAY_VERSION, _check_version
 from chaos.errors import ChaosError, SpecError
+from chaos.report.cli_commands import add_commands, run_command
+
+if TYPE_CHECKING:
+    from chaos.backends.docker import DockerClient
 
 
 def _version(raw: str) -> str:
@@ -46,11 +51,23 @@ def build_parser() -> argparse.ArgumentParser:
         help="base image with Python (default: Debian made with debootstrap)",
     )
 
-    sweep = sub.add_parser("sweep", help="remove Docker objects left by dead runs")
-    sweep.add_argument(
+    sweep = sub.add_parser(
+        "sweep",
+        help="remove Docker objects of runs that are provably dead (unknown owners are kept)",
+    )
+    which = sweep.add_mutually_exclusive_group()
+    which.add_argument(
+        "--kept",
+        action="store_true",
+        help="remove only the clusters kept for inspection (--raychaos-keep)",
+    )
+    which.add_argument(
+        "--cluster", metavar="KEY", help="remove one cluster (its raychaos.cluster label)"
+    )
+    which.add_argument(
         "--all",
         action="store_true",
-        help="remove every raychaos object, kept clusters and live runs included",
+        help="remove every raychaos object: kept clusters and LIVE runs included",
     )
 
     bench = sub.add_parser("bench", help="benchmarks").add_subparsers(
@@ -71,6 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=Path("reports/summary.html"),
         help="HTML file to write (default: reports/summary.html)",
     )
+    add_commands(sub)
     return parser
 
 
@@ -94,6 +112,8 @@ def _interrupt(signum: int, frame: FrameType | None) -> None:
 
 
 def _dispatch(args: argparse.Namespace) -> int:
+    if (code := run_command(args)) is not None:
+        return code
     if args.command == "report":
         return _report(args.results, args.output)
 
@@ -108,10 +128,7 @@ def _dispatch(args: argparse.Namespace) -> int:
             print(builder.ensure(version, args.python))
         return 0
     if args.command == "sweep":
-        from chaos.backends.docker.sweep import sweep
-
-        print(f"raychaos: sweep {sweep(connect(), everything=args.all)}")
-        return 0
+        return _sweep(connect(), args)
     if args.command == "bench":
         from chaos.backends.docker.bench import bench_boot
         from chaos.backends.docker.images import ImageBuilder
@@ -123,6 +140,19 @@ def _dispatch(args: argparse.Namespace) -> int:
         print(result.table())
         return 0
     raise AssertionError(f"unhandled command {args.command}")  # argparse makes this unreachable
+
+
+def _sweep(client: DockerClient, args: argparse.Namespace) -> int:
+    """Name what was removed, count what was kept by reason; exit 1 if a removal failed."""
+    from chaos.backends.docker.sweep import sweep
+
+    report = sweep(client, everything=args.all, kept_only=args.kept, cluster=args.cluster)
+    for line in report.removed:
+        print(f"raychaos: removed {line}")
+    for line in report.failed:
+        print(f"raychaos: could not remove {line}", file=sys.stderr)
+    print(f"raychaos: sweep {report}")
+    return 1 if report.failed else 0
 
 
 def _report(results: Path, output: Path) -> int:

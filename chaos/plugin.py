@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import threading
 from collections.abc import Generator, Iterator
 from pathlib import Path
 from types import FrameType
@@ -21,11 +22,11 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from chaos import labels
+from chaos import labels, selection
 from chaos.errors import ChaosError
 from chaos.keys import PHASE_REPORTS, RUN_ID_KEY, SETTINGS_KEY, USED_KEY
 from chaos.settings import OPTIONS, SettingError, Settings, resolve
-from chaos.testkit import ClusterFactory, say, spec_from_marker, uses_raychaos
+from chaos.testkit import ClusterFactory, attach_config, say, spec_from_marker, uses_raychaos
 
 if TYPE_CHECKING:
     from chaos.backends.docker import DockerClient
@@ -85,6 +86,8 @@ def pytest_configure(config: pytest.Config) -> None:
         workerinput[RUN_ID_INPUT] if workerinput else labels.RunIdentity().run_id
     )
     config.stash[USED_KEY] = False
+    selection.register(config)
+    attach_config(config)
     from chaos.report import allure as reporting
 
     config.pluginmanager.register(reporting, "raychaos-reporting")
@@ -145,16 +148,28 @@ def _failed(node: pytest.Item) -> bool:
     return any(r.failed for r in reports.values())
 
 
+#: Set by raychaos's SIGINT/SIGTERM handlers: teardown then skips the postconditions and
+#: evidence and only removes clusters (xdist kills a worker ~10 s after an interrupt).
+INTERRUPTED = threading.Event()
+
+
 def _install_sigterm_handler() -> None:
-    """SIGTERM unwinds like Ctrl-C, so fixture teardown removes the clusters."""
-    if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
-        return
+    """SIGINT and SIGTERM set :data:`INTERRUPTED` and unwind like Ctrl-C (KeyboardInterrupt),
+    so fixture teardown still removes the clusters, at once. A handler someone else installed
+    is left alone."""
 
     def interrupt(signum: int, frame: FrameType | None) -> None:
+        INTERRUPTED.set()
         raise KeyboardInterrupt(f"signal {signum}")
 
-    with contextlib.suppress(ValueError):  # not the main thread: nothing to install
-        signal.signal(signal.SIGTERM, interrupt)
+    for signum, default in (
+        (signal.SIGTERM, signal.SIG_DFL),
+        (signal.SIGINT, signal.default_int_handler),
+    ):
+        if signal.getsignal(signum) is not default:
+            continue
+        with contextlib.suppress(ValueError):  # not the main thread: nothing to install
+            signal.signal(signum, interrupt)
 
 
 # -- fixtures -------------------------------------------------------------------------------
@@ -174,21 +189,30 @@ def raychaos_identity(pytestconfig: pytest.Config) -> labels.RunIdentity:
 
 
 @pytest.fixture(scope="session")
-def docker_client() -> Iterator[DockerClient]:
+def docker_client(pytestconfig: pytest.Config) -> Iterator[DockerClient]:
     """A Docker client for the engine named by DOCKER_HOST (or the local socket).
 
-    The first use in a process is when raychaos wakes up: it removes what dead runs left
-    behind and makes SIGTERM unwind like Ctrl-C, so teardown still runs.
+    The first use in a process is when raychaos wakes up: it starts this process's reaper
+    (which removes the process's objects if it dies, whatever the signal), removes what dead
+    runs left behind, and makes SIGINT/SIGTERM unwind quickly, so teardown still runs.
     """
+    from chaos.backends.docker import reaper
     from chaos.backends.docker.client import connect
     from chaos.backends.docker.sweep import sweep
 
     _install_sigterm_handler()
     client = connect()
+    if reaper.start(run_id=pytestconfig.stash[RUN_ID_KEY]) is None:
+        say(
+            "raychaos: could not start a reaper for this process (see /proc and the cache "
+            "directory); if it is killed, only the next run's sweep removes its clusters"
+        )
     report = sweep(client)
     if report.removed or report.failed:
         say(f"raychaos: sweep {report}")
     yield client
+    if problem := reaper.check():
+        say(f"raychaos: {problem}")
     client.close()
 
 
@@ -198,7 +222,9 @@ def image_builder(docker_client: DockerClient, raychaos_settings: Settings) -> I
     from chaos.backends.docker.images import BuildSettings, ImageBuilder
 
     return ImageBuilder(
-        docker_client, BuildSettings(base_image=raychaos_settings.base_image or None)
+        docker_client,
+        BuildSettings(base_image=raychaos_settings.base_image or None),
+        progress=lambda line: say(f"[raychaos] {line}"),
     )
 
 
@@ -289,6 +315,8 @@ def experiment(
 
     try:
         yield kit
+        if INTERRUPTED.is_set():
+            return  # interrupted: no heal, postconditions or evidence; the clusters go now
         kit.nemesis.heal_all()
         if not _failed(request.node):
             # Labelled before the checks: a violated postcondition shows under its claim.
@@ -296,8 +324,12 @@ def experiment(
             kit.check_no_unexpected_death()
             kit.check_resources_settle()
     finally:
-        observer.stop()
-        _attach_evidence(kit, request.node, pytestconfig.rootpath / "reports" / "timelines")
+        if INTERRUPTED.is_set():
+            # Stopping the observer's stream takes seconds; removing the cluster ends it too.
+            threading.Thread(target=observer.stop, name="observer-stop", daemon=True).start()
+        else:
+            observer.stop()
+            _attach_evidence(kit, request.node, pytestconfig.rootpath / "reports" / "timelines")
 
 
 def _label_postconditions(claims: list[str]) -> None:

@@ -6,6 +6,7 @@ Kept out of :mod:`chaos.plugin` so the plugin stays hooks and thin fixtures (pyt
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import sys
 from collections.abc import Sequence
@@ -156,7 +157,8 @@ class ClusterFactory:
                 )
                 say(
                     f"raychaos: kept cluster {key} of failed {self.request.node.nodeid}:\n"
-                    f"{hints}\n  remove with: raychaos sweep --all"
+                    f"{hints}\n  remove with: raychaos sweep --cluster {key}"
+                    "  (every kept cluster: raychaos sweep --kept)"
                 )
                 continue
             try:
@@ -167,8 +169,24 @@ class ClusterFactory:
             raise errors[0]
 
 
+#: The running session's config, for :func:`say` (set by the plugin at configure time).
+_CONFIG: list[pytest.Config] = []
+
+
+def attach_config(config: pytest.Config) -> None:
+    _CONFIG[:] = [config]
+
+
 def say(text: str) -> None:
-    """A line on the real terminal, even from inside pytest's capture or an xdist worker."""
-    stream = sys.__stderr__ or sys.stderr
-    stream.write(text + "\n")
-    stream.flush()
+    """A line on the real terminal, even from inside pytest's capture or an xdist worker.
+
+    pytest captures file descriptor 2 while fixtures run, so writing to ``sys.__stderr__``
+    lands in the capture and is lost for a passing test: capture is suspended for the line.
+    (An xdist worker's stderr is the controller's terminal.)
+    """
+    capman = _CONFIG[0].pluginmanager.get_plugin("capturemanager") if _CONFIG else None
+    suspended = capman.global_and_fixture_disabled() if capman else contextlib.nullcontext()
+    with suspended:
+        stream = sys.__stderr__ or sys.stderr
+        stream.write(text + "\n")
+        stream.flush()

@@ -169,9 +169,19 @@ def test_calls_during_a_restart_and_owner_death(experiment: Experiment) -> None:
     seen = cluster.run(
         "workloads.actors:calls_during_restart", on="worker-1", max_task_retries=0, timeout=300
     ).result()
-    assert seen["ok_count"] == 10 and len(seen["pids"]) == 1, seen["pids"]
-    assert seen["error_counts"] == {"ActorUnavailableError": 30}, seen["error_counts"]
-    assert seen["results"][10]["error"] == "ActorUnavailableError", "the killing call fails too"
+    results = seen["results"]
+    ok = [r["i"] for r in results if "ok" in r]
+    # A call that ran before the kill can still fail: its reply may leave after the next call
+    # (the kill) started, and dies with the process (Ray promises at-most-once execution, not
+    # delivery). Its line in the node's log proves it ran (seen 1 of 10 on an idle 2.59 host).
+    lost = [r["i"] for r in results[:10] if "error" in r]
+    assert ok == [i for i in range(10) if i not in lost], f"ok {ok}, lost {lost}"
+    assert set(lost) <= set(seen["executed"]), f"failed before the kill but never ran: {seen}"
+    assert len(seen["pids"]) == 1, seen["pids"]
+    experiment.measure("ACTOR-03 replies lost with the killed process", len(lost))
+    expected = {"ActorUnavailableError": 30 + len(lost)}
+    assert seen["error_counts"] == expected, seen["error_counts"]
+    assert results[10]["error"] == "ActorUnavailableError", "the killing call fails too"
     assert "RayActorError" in seen["results"][10]["bases"], seen["results"][10]
 
     seen = cluster.run(

@@ -92,12 +92,15 @@ class Cluster:
         return self
 
     def stop(self) -> None:
-        """Remove every host, the network and volumes, each on its own; report leftovers."""
+        """Remove every host (concurrently), the network and volumes; report leftovers."""
         failures = self.backend.teardown()
         if failures:
+            key = getattr(self.backend, "key", None)
+            now = f"raychaos sweep --cluster {key}" if key else "raychaos sweep"
             raise DockerOperationError(
                 "teardown left objects behind: " + "; ".join(failures),
-                hint="the next run's sweep removes them, or run `raychaos sweep`",
+                hint="raychaos's reaper removes them when this pytest process exits, else the "
+                f"next run's sweep does; to remove them now: {now}",
             )
 
     # -- nodes ----------------------------------------------------------------------------

@@ -3,6 +3,10 @@
 The plan is a frozen value and a pure function of the spec, the subnet the backend gave and
 the images it resolved, so what a backend will create can be read (and tested) before anything
 exists. Backends realise it; nothing re-reads the spec node by node.
+
+It also fixes each host's privileges (docs/posture.md): the Linux capabilities it keeps (all
+others dropped), its process/thread limit, the user its main process runs as, and the secret
+files put into it before it starts (so no secret is on a command line we write).
 """
 
 from __future__ import annotations
@@ -45,6 +49,50 @@ LAST_HOST = 250
 #: The zero-CPU node that hosts workload drivers.
 DRIVER_SPEC = NodeSpec(name="driver", num_cpus=0, memory="1g", object_store="100m")
 
+# -- privileges (docs/posture.md) ---------------------------------------------------------
+#: The only capabilities a Ray node keeps; every other one is dropped. Ray runs as root in the
+#: node and touches only files root owns (/tmp/ray, /dev/shm, /raychaos, tmpfs mounts), and
+#: the faults exec'd into it (kill, ps, ray stop, fallocate) act on root's own processes and
+#: files: none of that needs a capability. Docker's other defaults (CHOWN, DAC_OVERRIDE,
+#: FOWNER, FSETID, KILL, SETUID, SETGID, SETPCAP, SETFCAP, NET_RAW, NET_BIND_SERVICE,
+#: SYS_CHROOT, MKNOD, AUDIT_WRITE) are unused there.
+RAY_CAPABILITIES: Mapping[str, str] = MappingProxyType(
+    {
+        "NET_ADMIN": "iptables (Partition, Degrade's loss fallback, PEND-05's DROP rule) and "
+        "tc netem (Degrade) inside the node's own network namespace",
+    }
+)
+#: Redis runs as the image's unprivileged ``redis`` user and nothing is exec'd into it but
+#: ``kill -9 -1`` (as that same user): no capability at all.
+REDIS_CAPABILITIES: Mapping[str, str] = MappingProxyType({})
+REDIS_USER = "redis"
+#: Threads, not processes: the pids cgroup counts every task. Peaks sampled every 2 s over a
+#: full experiment suite on a 2-core host: a head 706 tasks in 39 processes (gcs_server,
+#: raylet, dashboard and its 9 module processes, agents, ~22 threads per Ray worker process),
+#: a worker 240, a driver node 147; all containers together 2747. gRPC and asio pools grow
+#: with the host's cores (a CPU limit does not shrink them), so a big host with dozens of
+#: workers on a node may need a few thousand; 8192 (11x the head's peak here) leaves that
+#: margin and still keeps one runaway node to a quarter of a default pid_max (32768).
+PIDS_LIMIT = 8192
+#: redis-server peaked at 7 tasks (same sampling); the rest is room for exec'd diagnostics.
+REDIS_PIDS_LIMIT = 256
+#: Redis's config file: it holds ``requirepass``, so the password is not on its argv.
+REDIS_CONF = "/etc/raychaos/redis.conf"
+#: The Redis password on the head, read by its ``ray start`` (see HEAD_START_WITH_SECRET).
+REDIS_PASSWORD_FILE = "/raychaos/secrets/redis-password"  # noqa: S105 - a path
+#: ``ray start`` on a head that talks to a password-protected Redis: Ray's own CLI entry point
+#: (what the ``ray`` script runs) with ``--redis-password`` appended in-process from
+#: REDIS_PASSWORD_FILE, so the password is on no command line we write. Ray itself then puts
+#: it on the argv of gcs_server, the raylet and the head's workers (docs/posture.md).
+HEAD_START_WITH_SECRET = (
+    "import sys\n"
+    "from ray.scripts.scripts import main\n"
+    f"with open({REDIS_PASSWORD_FILE!r}) as f:\n"
+    "    secret = f.read().strip()\n"
+    "sys.argv = ['ray', *sys.argv[1:], '--redis-password=' + secret]\n"
+    "sys.exit(main())\n"
+)
+
 #: (Ray version, image) for a node spec; the backend builds the image on first use.
 ImageFor = Callable[[NodeSpec], tuple[str, str]]
 
@@ -57,7 +105,7 @@ class NodePlan:
     role: Role
     ip: str
     image: str
-    #: The node's ``ray start`` (or Redis) command line.
+    #: The node's ``ray start`` (or Redis) command line; never holds a secret.
     argv: tuple[str, ...]
     env: Mapping[str, str]
     #: None: the image's own entry point (Redis); otherwise our node entry.
@@ -72,11 +120,22 @@ class NodePlan:
     ship_lib: bool = True
     ray_version: str | None = None
     spec: NodeSpec | None = None
+    #: Linux capabilities the host keeps (every other one is dropped), with the reason each.
+    capabilities: Mapping[str, str] = field(default_factory=lambda: RAY_CAPABILITIES)
+    #: Tasks (threads) the host may have at once.
+    pids_limit: int = PIDS_LIMIT
+    #: The user the host's processes run as (None: the image's, root). Commands exec'd into
+    #: the host run as this user too.
+    user: str | None = None
+    #: path → content, put into the host before it starts, mode 0400, owned by ``user``.
+    secret_files: Mapping[str, str] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "env", MappingProxyType(dict(self.env)))
         object.__setattr__(self, "tmpfs", MappingProxyType(dict(self.tmpfs)))
         object.__setattr__(self, "volumes", MappingProxyType(dict(self.volumes)))
+        object.__setattr__(self, "capabilities", MappingProxyType(dict(self.capabilities)))
+        object.__setattr__(self, "secret_files", MappingProxyType(dict(self.secret_files)))
 
     @property
     def expect_join(self) -> bool:
@@ -90,7 +149,7 @@ class ClusterPlan:
     name: str
     subnet: ipaddress.IPv4Network
     nodes: tuple[NodePlan, ...]
-    redis_password: str | None = None
+    redis_password: str | None = field(default=None, repr=False)
 
     @property
     def head_ip(self) -> str:
@@ -156,8 +215,10 @@ def plan_group(
 
 
 def redis_plan(ip: str, image: str, password: str) -> NodePlan:
+    """Redis as the GCS's store: unprivileged, its password in a config file, not on argv."""
     argv = (
         "redis-server",
+        REDIS_CONF,  # first: the options below add to it
         "--port",
         str(REDIS_PORT),
         "--bind",
@@ -167,7 +228,7 @@ def redis_plan(ip: str, image: str, password: str) -> NodePlan:
         "--appendonly",
         "yes",
         "--dir",
-        "/var/lib/redis",
+        "/var/lib/redis",  # the redis user's own directory in Debian's package
         "--save",
         "",
     )
@@ -176,11 +237,15 @@ def redis_plan(ip: str, image: str, password: str) -> NodePlan:
         role="redis",
         ip=ip,
         image=image,
-        argv=(*argv, "--requirepass", password),
+        argv=argv,
         env={},
         entrypoint=None,
         memory_bytes=REDIS_MEMORY,
         ship_lib=False,
+        capabilities=REDIS_CAPABILITIES,
+        pids_limit=REDIS_PIDS_LIMIT,
+        user=REDIS_USER,
+        secret_files={REDIS_CONF: f'requirepass "{password}"\n'},
     )
 
 
@@ -198,12 +263,18 @@ class _Context:
         volumes = {}
         if role == "head" and self.spec.gcs_ft == "rocksdb" and self.gcs_volume:
             volumes[self.gcs_volume] = GCS_STORAGE_DIR
+        argv = self.ray_start_argv(name, role, node, ip)
+        secret_files = {}
+        if role == "head" and self.redis_password:
+            # Ray's CLI in-process, the password read from a file (see HEAD_START_WITH_SECRET).
+            argv = ["python3", "-c", HEAD_START_WITH_SECRET, *argv[1:]]
+            secret_files[REDIS_PASSWORD_FILE] = self.redis_password
         return NodePlan(
             name=name,
             role=role,
             ip=ip,
             image=image,
-            argv=tuple(self.ray_start_argv(name, role, node, ip)),
+            argv=tuple(argv),
             env=self.env(role, node),
             entrypoint=(NODE_ENTRY,),
             memory_bytes=node.memory_bytes,
@@ -213,10 +284,12 @@ class _Context:
             volumes=volumes,
             ray_version=version,
             spec=node,
+            secret_files=secret_files,
         )
 
     def ray_start_argv(self, name: str, role: Role, node: NodeSpec, ip: str) -> list[str]:
-        """The ``ray start`` command line of one node (no ``--block``: see node-entry.sh)."""
+        """The ``ray start`` command line of one node (no ``--block``: see node-entry.sh);
+        a Redis password is added from a file at start (see :meth:`node`), never here."""
         argv = ["ray", "start", f"--node-ip-address={ip}", "--disable-usage-stats"]
         if role == "head":
             argv += [
@@ -226,8 +299,6 @@ class _Context:
                 f"--dashboard-port={DASHBOARD_PORT}",
                 "--include-dashboard=true",
             ]
-            if self.redis_password:
-                argv.append(f"--redis-password={self.redis_password}")
         else:
             argv.append(f"--address={node.head_address or f'{self.head_ip}:{GCS_PORT}'}")
         argv += [

@@ -1,6 +1,7 @@
-"""Claim ids (``shared/CLAIMS.md``) → Allure structure: feature, documentation link, severity.
+"""Claim families → Allure structure: feature, documentation link, severity.
 
-Pure functions of claim ids: the one place that says which labels and links a claim gives a
+Pure functions of claim ids (the claims themselves are in :mod:`chaos.report.catalogue`):
+the one family table, and the one place that says which labels and links a claim gives a
 test. :mod:`chaos.report.labels` applies them to a running test, :mod:`chaos.report.crash`
 writes them into the result of a test whose xdist worker died; both read them from here.
 """

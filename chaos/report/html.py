@@ -1,10 +1,10 @@
 """Allure results → one self-contained HTML page, readable without Java or Node.
 
 ``raychaos report RESULTS_DIR -o reports/summary.html`` renders the claims matrix (every claim
-id of CLAIMS.md × Ray version), the findings, the failures with their messages, the measured
-recovery windows and the timelines (PNG inlined as base64), so the page can be mailed or kept
-as a CI artifact on its own. It classifies failures with the categories Allure reads
-(:mod:`chaos.report.categories`), so the page and Allure agree.
+of the catalogue, ``fixtures/claims.toml``, × Ray version), the findings, the failures with
+their messages, the measured recovery windows and the timelines (PNG inlined as base64), so
+the page can be mailed or kept as a CI artifact on its own. It classifies failures with the
+categories Allure reads (:mod:`chaos.report.categories`), so the page and Allure agree.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
+from chaos.report.catalogue import Catalogue, load_catalogue
 from chaos.report.claims import FAMILIES
 from chaos.report.matrix import (
     NOT_RUN,
@@ -24,7 +25,7 @@ from chaos.report.matrix import (
     measurements_of,
     versions_of,
 )
-from chaos.report.model import FINDING, Results, TestResult, load_claims, load_results
+from chaos.report.model import FINDING, XPASS_STRICT, Results, TestResult, load_results
 
 _CSS = """
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:24px auto;max-width:1200px;
@@ -91,7 +92,7 @@ def _matrix(
     head = "".join(f"<th>Ray {_e(v)}</th>" for v in versions)
     rows: list[str] = []
     family = ""
-    for claim, fault in [*claims, *((c, "not in CLAIMS.md") for c in extra)]:
+    for claim, fault in [*claims, *((c, "not in the claim catalogue") for c in extra)]:
         prefix = claim.split("-", 1)[0]
         if prefix != family:
             family = prefix
@@ -132,6 +133,14 @@ def _findings(tests: Sequence[TestResult]) -> str:
     )
 
 
+def _message(test: TestResult) -> str:
+    if test.message:
+        return test.message
+    if test.strict_xpass:
+        return f"{XPASS_STRICT} the recorded FINDING no longer reproduces: the test passed"
+    return "(no message)"
+
+
 def _failures(tests: Sequence[TestResult]) -> str:
     bad = [o for o in tests if o.status in ("failed", "broken")]
     if not bad:
@@ -146,7 +155,7 @@ def _failures(tests: Sequence[TestResult]) -> str:
         cards.append(
             f'<div class="card">{_status(o.status)}{_title(o)}'
             f"<div>category: <b>{_e(o.category or 'uncategorised')}</b></div>"
-            f"<pre>{_e(o.message or '(no message)')}</pre>{trace}</div>"
+            f"<pre>{_e(_message(o))}</pre>{trace}</div>"
         )
     return "".join(cards)
 
@@ -235,10 +244,30 @@ def render_html(
 """
 
 
-def write_report(results_dir: Path, output: Path, claims_file: Path | None = None) -> Results:
+def page(title: str, subtitle: str, body: str) -> str:
+    """A whole self-contained page in this report's style (other reports reuse it)."""
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{_e(title)}</title><style>{_CSS}</style></head>
+<body>
+<h1>{_e(title)}</h1>
+<p class="muted">{_e(subtitle)}</p>
+{body}
+</body></html>
+"""
+
+
+#: Public names of the page's helpers: escape text, a coloured status pill.
+escape = _e
+pill = _status
+
+
+def write_report(results_dir: Path, output: Path, catalogue: Catalogue | None = None) -> Results:
     """Load ``results_dir``, render the page to ``output``; returns what was loaded."""
     results = load_results(results_dir)
-    page = render_html(results, load_claims(claims_file))
+    claims = [(c.id, c.fault) for c in (catalogue or load_catalogue())]
+    text = render_html(results, claims)
     output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_text(page, encoding="utf-8")
+    output.write_text(text, encoding="utf-8")
     return results

@@ -19,6 +19,8 @@ from chaos.report.properties import parse_properties
 
 #: allure-pytest records an xfail as "skipped" with the message "XFAIL <reason>…".
 FINDING = re.compile(r"^(?:XFAIL )?FINDING:")
+#: pytest's report of a strict xfail whose test passed (the test fails).
+XPASS_STRICT = "[XPASS(strict)]"
 MEASUREMENTS = "measurements"
 
 
@@ -64,6 +66,18 @@ class TestResult:
     def category(self) -> str | None:
         return categorize(self.status, self.message)
 
+    @property
+    def strict_xpass(self) -> bool:
+        """A strict xfail (a recorded FINDING) whose test passed: pytest fails it.
+
+        pytest says ``[XPASS(strict)] <reason>``; allure-pytest writes such a test as
+        failed with no status details at all, which no other failure does (an exception
+        always leaves a message), so either shape counts.
+        """
+        return self.status == "failed" and (
+            XPASS_STRICT in self.message or not (self.message or self.trace)
+        )
+
 
 @dataclass
 class Results:
@@ -76,6 +90,8 @@ class Results:
     blobs: dict[str, bytes]
     #: Files that could not be read, with why.
     problems: list[str]
+    #: Every result before retries are folded (repeated trials of a test included).
+    runs: list[TestResult] = field(default_factory=list)
 
 
 def _attachments(node: Mapping[str, Any]) -> list[Attachment]:
@@ -175,12 +191,16 @@ def load_results(directory: Path) -> Results:
                 by_uuid[child].attachments += extra
     folded = fold_retries(tests)
     blobs: dict[str, bytes] = {}
-    for attachment in (a for t in folded for a in t.attachments):
-        if attachment.type == "image/png" or attachment.name == MEASUREMENTS:
-            try:
-                blobs[attachment.source] = (directory / attachment.source).read_bytes()
-            except OSError as exc:
-                problems.append(f"attachment {attachment.source} ({attachment.name}): {exc}")
+    # Pictures of the results shown; measurements of every run (trials are compared).
+    wanted = [a for t in folded for a in t.attachments if a.type == "image/png"]
+    wanted += [a for t in tests for a in t.attachments if a.name == MEASUREMENTS]
+    for attachment in wanted:
+        if attachment.source in blobs:
+            continue
+        try:
+            blobs[attachment.source] = (directory / attachment.source).read_bytes()
+        except OSError as exc:
+            problems.append(f"attachment {attachment.source} ({attachment.name}): {exc}")
     environment: dict[str, str] = {}
     env_file = directory / "environment.properties"
     if env_file.is_file():
@@ -195,25 +215,5 @@ def load_results(directory: Path) -> Results:
         executor=executor if isinstance(executor, dict) else {},
         blobs=blobs,
         problems=problems,
+        runs=tests,
     )
-
-
-def load_claims(path: Path | None = None) -> list[tuple[str, str]]:
-    """(claim id, fault) pairs from the shipped ``claims.txt`` (``ID<TAB>fault`` a line)."""
-    if path is None:
-        from chaos.resources import fixtures_path
-
-        path = fixtures_path("claims.txt")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ChaosError(
-            f"cannot read the claim list {path}: {exc.strerror}",
-            hint="reinstall raychaos (claims.txt ships in chaos/fixtures)",
-        ) from exc
-    claims: list[tuple[str, str]] = []
-    for line in text.splitlines():
-        if line.strip() and not line.startswith("#"):
-            claim, _, fault = line.partition("\t")
-            claims.append((claim.strip(), fault.strip()))
-    return claims

@@ -45,11 +45,23 @@ class Stateful:
             "actor_id": ray.get_runtime_context().get_actor_id(),
         }
 
-    def step(self, i: int, sleep_s: float = 0.0) -> dict[str, Any]:
+    def step(self, i: int, sleep_s: float = 0.0, log: str | None = None) -> dict[str, Any]:
         if sleep_s:
             time.sleep(sleep_s)
         self.seen.append(i)
+        if log:
+            # On the node's disk before the reply leaves: proof the call ran even when its
+            # reply dies with the process.
+            with open(log, "a") as out:
+                out.write(f"{i}\n")
         return {"i": i, "pid": os.getpid(), "local_seq": len(self.seen)}
+
+    def executed(self, log: str) -> list[int]:
+        """Every ``step`` that ran on this node with ``log``, in order."""
+        if not os.path.exists(log):
+            return []
+        with open(log) as lines:
+            return [int(line) for line in lines if line.strip()]
 
     def die(self) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
@@ -291,12 +303,13 @@ def calls_during_restart(
     ).remote()
     ray.get(actor.ping.remote(), timeout=120)
     marker = f"raychaos-die-{os.urandom(4).hex()}"
+    log = f"/tmp/{marker}.steps"
     refs = []
     for i in range(calls):
         if i == die_at:
             refs.append(actor.die_once.remote(marker))
         else:
-            refs.append(actor.step.remote(i, sleep_s))
+            refs.append(actor.step.remote(i, sleep_s, log))
     emit("calls_submitted", calls=calls, die_at=die_at)
     results: list[dict[str, Any]] = []
     for i, ref in enumerate(refs):
@@ -317,9 +330,12 @@ def calls_during_restart(
     for r in results:
         if "error" in r:
             errors[r["error"]] = errors.get(r["error"], 0) + 1
+    # The restarted incarnation (same node: hard affinity) reads which calls ran.
+    executed = ray.get(actor.executed.remote(log), timeout=120)
     return {
         "max_task_retries": max_task_retries,
         "results": results,
+        "executed": executed,
         "pids": pids,
         "ok_count": len(ok),
         "error_counts": errors,

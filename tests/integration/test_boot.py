@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import docker
 import pytest
+from _procs import hanging, pytest_process, reapers_of, wait_booted
 from tenacity import Retrying, stop_after_delay, wait_fixed
 
 from chaos.backends.docker import docker_backend
@@ -122,27 +121,6 @@ def test_fails(ray_cluster):
     raise AssertionError("boom")
 """
 
-HANGING = """
-import time
-
-def test_hangs(ray_cluster, tmp_path_factory):
-    print("BOOTED", flush=True)
-    open({marker!r}, "w").write(ray_cluster.backend.key)
-    time.sleep(600)
-"""
-
-
-def _pytest(args: list[str], cwd: Path) -> subprocess.Popen[str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.Popen(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", *args],
-        env=env,
-        text=True,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        cwd=cwd,
-    )
-
 
 def test_a_failing_test_leaves_nothing_behind(
     pytester: pytest.Pytester, docker_client: docker.DockerClient
@@ -161,29 +139,31 @@ def test_a_failing_test_leaves_nothing_behind(
 def test_a_sigkilled_run_is_swept_by_the_next(
     pytester: pytest.Pytester, docker_client: docker.DockerClient
 ) -> None:
+    """The net under the reaper: when the reaper dies too (a CI job's whole cgroup killed),
+    the next run that uses raychaos removes what the dead run left."""
     marker = pytester.path / "booted"
-    pytester.makepyfile(test_hang=HANGING.format(marker=str(marker)))
-    proc = _pytest(["-s", str(pytester.path / "test_hang.py")], cwd=pytester.path)
+    pytester.makepyfile(test_hang=hanging(marker, experiment=False))
+    log = pytester.path / "pytest.out"
+    with log.open("w") as out:
+        proc = pytest_process([str(pytester.path / "test_hang.py")], pytester.path, out)
     try:
-        for attempt in Retrying(stop=stop_after_delay(240), wait=wait_fixed(1), reraise=True):
-            with attempt:
-                assert marker.exists() or proc.poll() is not None
-        assert marker.exists(), (
-            f"the cluster never booted: {proc.stdout.read() if proc.stdout else ''}"
-        )
-        key = marker.read_text()
+        key = wait_booted(marker, proc, log)["key"]
+        reapers = reapers_of(proc.pid)
+        assert reapers, "the run's reaper must be found (and stopped) first"
+        for reaper in reapers:  # first, or it removes the cluster itself
+            os.kill(reaper, signal.SIGKILL)
     finally:
         proc.send_signal(signal.SIGKILL)
         proc.wait(30)
     left = docker_client.containers.list(
         all=True, ignore_removed=True, filters={"label": f"raychaos.cluster={key}"}
     )
-    assert left, "SIGKILL skips teardown, so the cluster is still there"
+    assert left, "SIGKILL skips teardown and the reaper is gone, so the cluster is still there"
     # The next run that uses raychaos (its Docker client) sweeps what the dead one left.
     pytester.makepyfile(test_ok="def test_ok(docker_client): pass")
     result = pytester.runpytest_subprocess("test_ok.py")
     result.assert_outcomes(passed=1)
-    result.stdout.fnmatch_lines(["raychaos: sweep removed * leftover object(s)*"])
+    result.stderr.fnmatch_lines(["raychaos: sweep removed * leftover object(s)*"])
     assert (
         docker_client.containers.list(
             all=True, ignore_removed=True, filters={"label": f"raychaos.cluster={key}"}

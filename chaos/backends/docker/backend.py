@@ -4,25 +4,29 @@ One container per host, fixed addresses on the cluster's own network (a restarte
 its IP), ``shm_size`` covering the object store, cgroup memory (and optional CPU) limits, no
 published ports. Everything goes through the Docker API, so a remote engine
 (``DOCKER_HOST=ssh://…``) works the same. Every object carries the run's labels.
+
+Posture (docs/posture.md): every capability dropped but the plan's few, a PID limit,
+``no-new-privileges``, secrets put in as files before start, and a network the host has no
+address on, so it cannot route into the cluster (only the Docker API reaches it).
 """
 
 from __future__ import annotations
 
 import contextlib
-import io
 import ipaddress
-import tarfile
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tenacity import Retrying, retry_if_result, stop_after_delay, wait_fixed
+
 from chaos import labels
 from chaos.backends.base import HOST_STATES, EventSink, ExecResult, HostState
 from chaos.backends.docker.client import call, translated
+from chaos.backends.docker.containers import host_config, ids_of, lib_archive, secrets_archive
 from chaos.backends.docker.execstream import ExecStream
 from chaos.backends.docker.images import ImageBuilder
-from chaos.cluster.plan import LIB_DIR
 from chaos.errors import DockerOperationError, ImageBuildError, WorkloadError
 from chaos.resources import agent_path
 
@@ -33,8 +37,17 @@ if TYPE_CHECKING:
 
     from chaos.cluster.plan import NodePlan
 
+#: An exec whose output has ended gets this long to be reaped before its exit code is unknown.
+EXEC_REAP_S = 10.0
+#: What an exec with no exit code reports: never mistaken for success.
+EXIT_UNKNOWN = -1
 #: How often to ask the daemon for a free subnet when a concurrent run takes it first.
 NETWORK_ATTEMPTS = 5
+#: Bridge options of every cluster network. ``inhibit_ipv4``: the daemon gives the bridge (the
+#: host's side) no address in the subnet, so the host has no route into it and cannot reach
+#: the GCS, Redis or the dashboard; containers still reach each other on the bridge, and
+#: ``internal`` keeps them from reaching out.
+NETWORK_OPTIONS = {"com.docker.network.bridge.inhibit_ipv4": "true"}
 
 
 class DockerBackend:
@@ -93,7 +106,11 @@ class DockerBackend:
             probe = call(
                 "create network",
                 lambda: self.client.networks.create(
-                    self.key + "-probe", driver="bridge", internal=True, labels=owner
+                    self.key + "-probe",
+                    driver="bridge",
+                    internal=True,
+                    labels=owner,
+                    options=NETWORK_OPTIONS,
                 ),
             )
             try:
@@ -114,6 +131,7 @@ class DockerBackend:
                         internal=True,
                         ipam=ipam,
                         labels=owner,
+                        options=NETWORK_OPTIONS,
                         check_duplicate=True,
                     )
             except DockerOperationError as exc:
@@ -133,14 +151,6 @@ class DockerBackend:
         api = self.client.api
         # The node's name is kept whole (≤ 20 characters): names stay unique after truncation.
         full_name = f"{self.key[: 62 - len(node.name)].rstrip('-')}-{node.name}"
-        host_config: dict[str, Any] = {
-            "shm_size": node.shm_bytes,
-            "mem_limit": node.memory_bytes,
-            "memswap_limit": node.memory_bytes,
-            "nano_cpus": int(node.cpu_limit * 1e9) if node.cpu_limit else None,
-            "binds": {v: {"bind": p, "mode": "rw"} for v, p in node.volumes.items()} or None,
-            "tmpfs": dict(node.tmpfs) or None,
-        }
         with translated(f"create container {full_name}"):
             created = api.create_container(
                 node.image,
@@ -148,13 +158,10 @@ class DockerBackend:
                 entrypoint=list(node.entrypoint) if node.entrypoint else None,
                 name=full_name,
                 hostname=node.name,
+                user=node.user,
                 environment=dict(node.env),
                 labels=self._labels(role=node.role, node=node.name),
-                host_config=api.create_host_config(
-                    init=True,
-                    cap_add=["NET_ADMIN"],
-                    **{k: v for k, v in host_config.items() if v is not None},
-                ),
+                host_config=api.create_host_config(**host_config(node)),
                 networking_config=api.create_networking_config(
                     {
                         str(self.network.name): api.create_endpoint_config(
@@ -168,29 +175,21 @@ class DockerBackend:
             self.containers[node.name] = container
             if node.ship_lib:
                 container.put_archive("/", self._lib_archive())
+            if node.secret_files:
+                uid, gid = ids_of(container, node.user)
+                if not container.put_archive("/", secrets_archive(node.secret_files, uid, gid)):
+                    raise DockerOperationError(f"putting secret files into {full_name} refused")
             container.start()
 
     def teardown(self) -> list[str]:
-        failures: list[str] = []
-        for container in self._all_containers():
-            try:
-                container.remove(force=True, v=True)
-            except Exception as exc:  # noqa: BLE001 - keep going: teardown must not stop halfway
-                # Gone already, or the daemon is removing it (a concurrent sweep): both fine.
-                if "No such container" not in str(exc) and "already in progress" not in str(exc):
-                    failures.append(f"container {container.name}: {exc}")
+        """Containers in parallel (each call bounded), then network, volumes; gone is fine."""
+        from chaos.backends.docker.sweep import remove_parallel
+
+        _, failures = remove_parallel("container", self._all_containers())
         if self.network is not None:
-            try:
-                self.network.remove()
-            except Exception as exc:  # noqa: BLE001 - keep going: teardown must not stop halfway
-                if "not found" not in str(exc):
-                    failures.append(f"network {self.network.name}: {exc}")
-        for volume in self.volumes:
-            try:
-                self.client.volumes.get(volume).remove(force=True)
-            except Exception as exc:  # noqa: BLE001 - keep going: teardown must not stop halfway
-                if "no such volume" not in str(exc).lower():
-                    failures.append(f"volume {volume}: {exc}")
+            failures += remove_parallel("network", [self.network])[1]
+        volumes = [self.client.volumes.prepare_model({"Name": v}) for v in self.volumes]
+        failures += remove_parallel("volume", volumes)[1]
         return failures
 
     def describe(self, node: str) -> str:
@@ -210,12 +209,30 @@ class DockerBackend:
     ) -> ExecResult:
         container = self._container(node)
         bounded = ["timeout", "--kill-after=5", f"{timeout:.0f}", *argv]
-        result = call(
-            f"exec {argv[0]} in {container.name}",
-            lambda: container.exec_run(bounded, environment=dict(env)),
-        )
-        output = result.output if isinstance(result.output, bytes) else b"".join(result.output)
-        return ExecResult(int(result.exit_code or 0), output.decode(errors="replace"))
+        api = self.client.api
+        what = f"exec {argv[0]} in {container.name}"
+        exec_id = call(what, lambda: api.exec_create(container.id, bounded, environment=dict(env)))
+        raw = call(what, lambda: api.exec_start(exec_id["Id"]))
+        output = (raw if isinstance(raw, bytes) else b"".join(raw)).decode(errors="replace")
+        code = self._exit_code(str(exec_id["Id"]), what)
+        if code is None:
+            # docker-py's exec_run reads this as 0; under load the output stream can end
+            # before the process does (CI: a connect probe "said ''" with exit 0).
+            return ExecResult(
+                EXIT_UNKNOWN, output + "\n[raychaos] the exec ended with no exit code"
+            )
+        return ExecResult(code, output)
+
+    def _exit_code(self, exec_id: str, what: str) -> int | None:
+        """The exec's exit code once the engine says it stopped (bounded), else None."""
+        info: dict[str, Any] = Retrying(
+            stop=stop_after_delay(EXEC_REAP_S),
+            wait=wait_fixed(0.1),
+            retry=retry_if_result(lambda found: bool(found.get("Running"))),
+            retry_error_callback=lambda state: state.outcome.result() if state.outcome else {},
+        )(lambda: call(what, lambda: self.client.api.exec_inspect(exec_id)))
+        code = None if info.get("Running") else info.get("ExitCode")
+        return int(code) if code is not None else None
 
     def stream(
         self,
@@ -310,20 +327,7 @@ class DockerBackend:
     def _lib_archive(self) -> bytes:
         """The agent and the workload packages, as a tar rooted at ``/`` (built once)."""
         if self._lib_tar is None:
-            buffer = io.BytesIO()
-            with tarfile.open(fileobj=buffer, mode="w") as tar:
-                for source in [agent_path(), *self.workload_paths]:
-                    if not source.is_dir():
-                        raise WorkloadError(
-                            f"workload package {source} does not exist",
-                            hint="set raychaos_workloads (ini) to directories of Python packages",
-                        )
-                    tar.add(
-                        str(source),
-                        arcname=f"{LIB_DIR.lstrip('/')}/{source.name}",
-                        filter=_skip_caches,
-                    )
-            self._lib_tar = buffer.getvalue()
+            self._lib_tar = lib_archive([agent_path(), *self.workload_paths])
         return self._lib_tar
 
     def _all_containers(self) -> list[Container]:
@@ -335,10 +339,3 @@ class DockerBackend:
             ):
                 found.setdefault(container.id, container)
         return list(found.values())
-
-
-def _skip_caches(info: tarfile.TarInfo) -> tarfile.TarInfo | None:
-    if "__pycache__" in info.name or info.name.endswith(".pyc"):
-        return None
-    info.uid = info.gid = 0
-    return info

@@ -4,6 +4,11 @@ No container registry is assumed. The base image is a configured one when it is 
 be pulled, otherwise one made from Debian packages (debootstrap → ``docker import``). Images are
 tagged ``raychaos/ray:<ray>-py<python>`` and labelled with a hash of the recipe, so an unchanged
 recipe is never rebuilt; a file lock makes one build serve every xdist worker.
+
+Every step that can hang is bounded (``pip download``, ``debootstrap``, ``tar``, ``docker
+build``, and the wait for another process's build lock): a hang becomes one
+:class:`ImageBuildError` naming the step, its bound and what to try, never a silent stall of
+every worker.
 """
 
 from __future__ import annotations
@@ -11,7 +16,9 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -32,6 +39,8 @@ if TYPE_CHECKING:
 Progress = Callable[[str], None]
 
 DEFAULT_MIRROR = "http://deb.debian.org/debian"
+#: Environment variable naming the Debian mirror debootstrap downloads from.
+MIRROR_ENV = "RAYCHAOS_DEBIAN_MIRROR"
 DEBIAN_SUITE = "bookworm"
 #: Python of Debian bookworm's python3: the only one the debootstrap base can offer.
 DEBIAN_PYTHON = "3.11"
@@ -39,6 +48,34 @@ _PLATFORMS = {
     "x86_64": ("manylinux2014_x86_64", "manylinux_2_17_x86_64", "manylinux_2_28_x86_64"),
     "aarch64": ("manylinux2014_aarch64", "manylinux_2_17_aarch64", "manylinux_2_28_aarch64"),
 }
+
+
+# Bounds of the steps that can hang. Measured here (fast link, 2 cores): debootstrap and
+# `docker import` of the base ~1.5 min, `pip download` of the 108 MB wheelhouse plus the
+# `docker build` ~1.5 min. Each bound is several times what a slow but working network needs,
+# so only a real hang (a stalled mirror or index, a wedged daemon) reaches it.
+#: `pip download` of ray[default] (~108 MB, ~60 wheels): ~7 min at 256 KB/s. pip's own
+#: socket timeout (15 s, 5 retries) covers a dead connection, not a trickling or hung one.
+PIP_DOWNLOAD_TIMEOUT_S = 900.0
+#: debootstrap --variant=minbase plus base-packages.txt (177 MB installed, well under 100 MB of
+#: .debs, then dpkg): under 7 min of download at 256 KB/s, plus minutes of dpkg on a slow disk.
+DEBOOTSTRAP_TIMEOUT_S = 1200.0
+#: tar of the debootstrap tree (~180 MB) on the local disk: seconds; a minute on a loaded one.
+TAR_TIMEOUT_S = 300.0
+#: `docker build` of the Ray image: a --no-index pip install of the wheelhouse and two layer
+#: commits (~1.5 min here).
+DOCKER_BUILD_TIMEOUT_S = 900.0
+#: The longest a process waits for another's build lock: the longest build it may wait for
+#: (base image, wheelhouse, docker build, one after the other) plus 5 min for `docker import`
+#: and the daemon's slack. A holder that hangs longer is hung: its own bounds have expired.
+LOCK_WAIT_S = (
+    DEBOOTSTRAP_TIMEOUT_S + TAR_TIMEOUT_S + PIP_DOWNLOAD_TIMEOUT_S + DOCKER_BUILD_TIMEOUT_S + 300.0
+)
+
+
+def debian_mirror_from_env() -> str:
+    """``RAYCHAOS_DEBIAN_MIRROR`` if set (and not blank), else deb.debian.org."""
+    return os.environ.get(MIRROR_ENV, "").strip() or DEFAULT_MIRROR
 
 
 def ray_image_tag(ray_version: str, python: str) -> str:
@@ -58,9 +95,11 @@ class BuildSettings:
 
     #: A base image with Python; None (or absent and unpullable) means debootstrap.
     base_image: str | None = None
-    debian_mirror: str = DEFAULT_MIRROR
+    #: debootstrap's mirror: ``RAYCHAOS_DEBIAN_MIRROR``, else deb.debian.org.
+    debian_mirror: str = field(default_factory=debian_mirror_from_env)
     cache_dir: Path = field(default_factory=default_cache_dir)
-    #: pip's index is whatever pip is configured with (PIP_INDEX_URL, pip.conf).
+    #: pip's index is whatever pip is configured with (PIP_INDEX_URL, PIP_EXTRA_INDEX_URL,
+    #: pip.conf): `pip download` gets no index option and inherits the environment.
     pip: tuple[str, ...] = (sys.executable, "-m", "pip")
 
 
@@ -95,13 +134,34 @@ class ImageBuilder:
 
     @contextlib.contextmanager
     def locked(self, tag: str) -> Iterator[None]:
-        """Hold the build lock of ``tag``: one xdist worker builds, the others then reuse it."""
-        from filelock import FileLock
+        """Hold the build lock of ``tag``: one xdist worker builds, the others then reuse it.
+
+        The wait is bounded by :data:`LOCK_WAIT_S`; the OS drops the lock when its holder dies,
+        so only a live but hung holder can make it expire.
+        """
+        from filelock import FileLock, Timeout
 
         lock_dir = self.settings.cache_dir / "locks"
         lock_dir.mkdir(parents=True, exist_ok=True)
-        with FileLock(str(lock_dir / f"{tag.replace('/', '_').replace(':', '_')}.lock")):
+        path = lock_dir / f"{tag.replace('/', '_').replace(':', '_')}.lock"
+        lock = FileLock(str(path))
+        try:
+            lock.acquire(timeout=0)
+        except Timeout:
+            self.progress(f"waiting for another process building {tag} (≤ {LOCK_WAIT_S:.0f} s)")
+            try:
+                lock.acquire(timeout=LOCK_WAIT_S)
+            except Timeout:
+                raise ImageBuildError(
+                    f"build lock of {tag}: another process held it for more than "
+                    f"{LOCK_WAIT_S:.0f} s (longer than any bounded build step may take)",
+                    hint=f"find the holder with `fuser -v {path}` and stop it if it is hung, "
+                    "then run again (`raychaos image build` builds without a test run)",
+                ) from None
+        try:
             yield
+        finally:
+            lock.release()
 
     def current(self, tag: str, recipe: str) -> bool:
         """Whether ``tag`` exists and was built from ``recipe`` (so it is never rebuilt)."""
@@ -109,7 +169,8 @@ class ImageBuilder:
 
     def docker_build(self, tag: str, recipe: str, **build: Any) -> None:
         """``docker build`` with progress lines and the recipe label; errors name the step."""
-        with translated(f"docker build of {tag}"):
+        deadline = time.monotonic() + DOCKER_BUILD_TIMEOUT_S
+        with translated(f"docker build of {tag}"), _read_timeout_as_build_error(tag):
             stream = self.client.api.build(
                 tag=tag,
                 labels={labels.IMAGE_RECIPE: recipe, labels.IMAGE_KIND: "ray"},
@@ -130,6 +191,13 @@ class ImageBuilder:
                     log.append(line)
                     if line.startswith("Step "):
                         self.progress(f"{tag}: {line}")
+                if time.monotonic() > deadline:
+                    raise ImageBuildError(
+                        f"docker build of {tag} did not finish within "
+                        f"{DOCKER_BUILD_TIMEOUT_S:.0f} s (DOCKER_BUILD_TIMEOUT_S)",
+                        hint="check the daemon (`docker info`, its log) and free disk; last "
+                        "build lines: " + " | ".join(log[-5:]),
+                    )
 
     def ensure_base(self, python: str = DEBIAN_PYTHON) -> str:
         """The base image tag: the configured one if usable, else a Debian one made offline."""
@@ -177,7 +245,14 @@ class ImageBuilder:
             cmd += ["--platform", platform]
         cmd.append(f"ray[default]=={ray_version}")
         self.progress(f"downloading wheels for ray[default]=={ray_version} ({abi}, {arch})")
-        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        proc = run_bounded(
+            cmd,
+            step=f"pip download of ray[default]=={ray_version}",
+            bound_s=PIP_DOWNLOAD_TIMEOUT_S,
+            bound_name="PIP_DOWNLOAD_TIMEOUT_S",
+            hint="check that the Python package index answers (`pip config list`, "
+            "PIP_INDEX_URL); wheels already downloaded are kept for the next try",
+        )
         if proc.returncode != 0:
             tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
             seen = " | ".join(tail) or f"pip exited {proc.returncode}"
@@ -202,7 +277,10 @@ class ImageBuilder:
             for line in packages_file.read_text().splitlines()
             if line.strip() and not line.startswith("#")
         ]
-        digest = _digest([DEBIAN_SUITE, self.settings.debian_mirror, *packages])
+        # The tag names what is installed, not where it came from: a mirror serves the same
+        # signed packages, so setting RAYCHAOS_DEBIAN_MIRROR rebuilds nothing (the default
+        # mirror stays in the digest so the tags of earlier builds still match).
+        digest = _digest([DEBIAN_SUITE, DEFAULT_MIRROR, *packages])
         tag = f"raychaos/base:{DEBIAN_SUITE}-{digest}"
         if self.present(tag):
             return tag
@@ -219,51 +297,32 @@ class ImageBuilder:
                 hint="run the first build as root (`sudo raychaos image build`) or pass "
                 "--raychaos-base-image",
             )
-        self.progress(f"making base image {tag} with debootstrap (about a minute)")
-        work = Path(tempfile.mkdtemp(prefix="raychaos-rootfs-", dir=self.settings.cache_dir))
-        rootfs = work / "rootfs"
-        try:
-            proc = subprocess.run(
-                [
-                    debootstrap,
-                    "--variant=minbase",
-                    f"--include={','.join(packages)}",
-                    DEBIAN_SUITE,
-                    str(rootfs),
-                    self.settings.debian_mirror,
-                ],
-                capture_output=True,
-                text=True,
-                check=False,
-            )
-            if proc.returncode != 0:
-                tail = " | ".join((proc.stdout + proc.stderr).strip().splitlines()[-3:])
-                raise ImageBuildError(
-                    f"debootstrap {DEBIAN_SUITE} failed (exit {proc.returncode}): {tail}",
-                    hint=f"check that {self.settings.debian_mirror} is reachable, or set "
-                    "RAYCHAOS_DEBIAN_MIRROR",
+        with self.locked(tag):  # Redis asks for the base outside any Ray image's lock
+            if self.present(tag):
+                return tag
+            self.progress(f"making base image {tag} with debootstrap (about a minute)")
+            work = Path(tempfile.mkdtemp(prefix="raychaos-rootfs-", dir=self.settings.cache_dir))
+            try:
+                archive = debootstrap_archive(
+                    debootstrap, packages, work, self.settings.debian_mirror
                 )
-            for junk in ("var/cache/apt/archives", "var/lib/apt/lists", "usr/share/doc"):
-                shutil.rmtree(rootfs / junk, ignore_errors=True)
-            archive = work / "rootfs.tar"
-            subprocess.run(
-                ["tar", "--numeric-owner", "-C", str(rootfs), "-cf", str(archive), "."],
-                check=True,
-            )
-            repo, _, version = tag.partition(":")
-            with translated(f"docker import of {tag}"):
-                self.client.api.import_image_from_file(
-                    str(archive),
-                    repository=repo,
-                    tag=version,
-                    changes=[
-                        "ENV LANG=C.UTF-8",
-                        f"LABEL {labels.IMAGE_KIND}=base",
-                        'CMD ["/bin/sh"]',
-                    ],
-                )
-        finally:
-            shutil.rmtree(work, ignore_errors=True)
+                repo, _, version = tag.partition(":")
+                with translated(f"docker import of {tag}"):
+                    self.client.api.import_image_from_file(
+                        str(archive),
+                        repository=repo,
+                        tag=version,
+                        changes=[
+                            "ENV LANG=C.UTF-8",
+                            f"LABEL {labels.IMAGE_KIND}=base",
+                            'CMD ["/bin/sh"]',
+                        ],
+                    )
+            finally:
+                # A killed debootstrap can leave proc, sys or dev mounted in the tree: unmount
+                # them before removing it, so the removal never reaches outside the tree.
+                _unmount_below(work)
+                shutil.rmtree(work, ignore_errors=True)
         return tag
 
     def _build(
@@ -342,6 +401,109 @@ class ImageBuilder:
             self.client.images.prune(
                 filters={"dangling": True, "label": f"{labels.IMAGE_KIND}=build-stage"}
             )
+
+
+def debootstrap_archive(debootstrap: str, packages: list[str], work: Path, mirror: str) -> Path:
+    """A tar of a Debian minbase tree with ``packages``, made in ``work`` (bounded steps)."""
+    rootfs = work / "rootfs"
+    proc = run_bounded(
+        [
+            debootstrap,
+            "--variant=minbase",
+            f"--include={','.join(packages)}",
+            DEBIAN_SUITE,
+            str(rootfs),
+            mirror,
+        ],
+        step=f"debootstrap {DEBIAN_SUITE} from {mirror}",
+        bound_s=DEBOOTSTRAP_TIMEOUT_S,
+        bound_name="DEBOOTSTRAP_TIMEOUT_S",
+        hint=f"check that {mirror} answers, or set {MIRROR_ENV} to a nearer mirror, or pass "
+        "--raychaos-base-image",
+    )
+    if proc.returncode != 0:
+        tail = " | ".join((proc.stdout + proc.stderr).strip().splitlines()[-3:])
+        raise ImageBuildError(
+            f"debootstrap {DEBIAN_SUITE} failed (exit {proc.returncode}): {tail}",
+            hint=f"check that {mirror} is reachable, or set {MIRROR_ENV}",
+        )
+    _unmount_below(rootfs)
+    for junk in ("var/cache/apt/archives", "var/lib/apt/lists", "usr/share/doc"):
+        shutil.rmtree(rootfs / junk, ignore_errors=True)
+    archive = work / "rootfs.tar"
+    tar = run_bounded(
+        ["tar", "--numeric-owner", "-C", str(rootfs), "-cf", str(archive), "."],
+        step=f"tar of the {DEBIAN_SUITE} root file system",
+        bound_s=TAR_TIMEOUT_S,
+        bound_name="TAR_TIMEOUT_S",
+        hint=f"check the free disk of {work.parent} (`df -h`)",
+    )
+    if tar.returncode != 0:
+        raise ImageBuildError(
+            f"tar of the {DEBIAN_SUITE} root file system failed: {tar.stderr.strip()[-300:]}",
+            hint=f"check the free disk of {work.parent} (`df -h`)",
+        )
+    return archive
+
+
+def run_bounded(
+    argv: list[str], *, step: str, bound_s: float, bound_name: str, hint: str
+) -> subprocess.CompletedProcess[str]:
+    """Run ``argv`` (output captured) for at most ``bound_s``; past it, kill its whole process
+    group (debootstrap's wget and dpkg, pip's children) and raise one :class:`ImageBuildError`
+    naming the step, the bound and ``hint``."""
+    with subprocess.Popen(
+        argv,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # its own process group: the kill below reaches every child
+    ) as proc:
+        try:
+            out, err = proc.communicate(timeout=bound_s)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            out, err = proc.communicate()
+            tail = " | ".join((out + err).strip().splitlines()[-3:])
+            raise ImageBuildError(
+                f"{step} did not finish within {bound_s:.0f} s ({bound_name}); killed "
+                f"`{shlex.join(argv[:3])} …`" + (f"; last output: {tail}" if tail else ""),
+                hint=hint,
+            ) from None
+    return subprocess.CompletedProcess(argv, proc.returncode, out, err)
+
+
+def _unmount_below(root: Path) -> None:
+    """Lazily unmount every mount at or below ``root`` (deepest first); no-op when none."""
+    prefix = str(root.resolve())
+    try:
+        mounts = Path("/proc/self/mounts").read_text().splitlines()
+    except OSError:
+        return
+    points = [
+        line.split()[1].replace("\\040", " ")
+        for line in mounts
+        if len(line.split()) > 1
+        and (line.split()[1] == prefix or line.split()[1].startswith(prefix + "/"))
+    ]
+    for point in sorted(points, key=len, reverse=True):
+        subprocess.run(["umount", "-l", point], capture_output=True, check=False, timeout=60)
+
+
+@contextlib.contextmanager
+def _read_timeout_as_build_error(tag: str) -> Iterator[None]:
+    """The daemon sent nothing for the client's read timeout during a build: say so."""
+    import requests
+
+    try:
+        yield
+    except requests.exceptions.Timeout as exc:
+        raise ImageBuildError(
+            f"docker build of {tag}: the daemon sent nothing for longer than the client's "
+            f"read timeout ({exc.__class__.__name__})",
+            hint="check the daemon (`docker info`, its log) and run again",
+        ) from exc
 
 
 def _digest(parts: list[str]) -> str:

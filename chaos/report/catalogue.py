@@ -1,0 +1,216 @@
+"""The claim catalogue: every claim raychaos verifies, loaded from ``fixtures/claims.toml``.
+
+One :class:`Claim` per id: its family, the fault, the outcome Ray documents, where Ray says so
+and which releases it applies to. :func:`load_catalogue` reads and validates the shipped file
+once per process; reports list every claim of it, the selection hooks
+(:mod:`chaos.selection`) refuse marker ids it does not know. Families (feature, docs page,
+severity) stay in :mod:`chaos.report.claims`, the one family table.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import re
+import tomllib
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+from pathlib import Path
+from typing import Any
+
+from chaos.errors import ChaosError
+from chaos.report.claims import FAMILIES
+
+FILE = "claims.toml"
+ID = re.compile(r"^([A-Z]+)-(\d{2})$")
+VERSION = re.compile(r"^\d+\.\d+\.\d+$")
+_REQUIRED = ("id", "family", "fault", "outcome", "doc", "source")
+_OPTIONAL = ("since", "scope")
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One documented behaviour and the fault that tests it."""
+
+    id: str
+    #: The id's prefix, a key of :data:`chaos.report.claims.FAMILIES`.
+    family: str
+    fault: str
+    #: What Ray documents should happen, as the experiments assert it.
+    outcome: str
+    #: The page of Ray's docs that states it.
+    doc: str
+    #: "Ray docs: <page>", "Ray source: <file>:<function>" or "raychaos postcondition".
+    source: str
+    #: The oldest Ray release the claim applies to ("" = every supported release).
+    since: str = ""
+    #: How the expected outcome varies by release, in a sentence ("" = it does not).
+    scope: str = ""
+
+    @property
+    def feature(self) -> str:
+        """The family's name as Allure shows it (Tasks, Objects, …)."""
+        return FAMILIES[self.family].feature
+
+    @property
+    def scope_text(self) -> str:
+        """One line: ``since 2.59.0``, the scope note, both, or ``all releases``."""
+        parts = [f"since {self.since}"] if self.since else []
+        if self.scope:
+            parts.append(self.scope)
+        return "; ".join(parts) or "all releases"
+
+    def to_json(self) -> dict[str, str]:
+        return {
+            "id": self.id,
+            "family": self.family,
+            "feature": self.feature,
+            "fault": self.fault,
+            "outcome": self.outcome,
+            "doc": self.doc,
+            "source": self.source,
+            "since": self.since,
+            "scope": self.scope,
+        }
+
+
+@dataclass(frozen=True)
+class Catalogue:
+    """The claims in file order (family by family)."""
+
+    claims: tuple[Claim, ...]
+    #: Where it was read from, for error messages.
+    origin: str = FILE
+
+    def __iter__(self) -> Iterator[Claim]:
+        return iter(self.claims)
+
+    def __len__(self) -> int:
+        return len(self.claims)
+
+    def __contains__(self, claim_id: object) -> bool:
+        return claim_id in self._by_id
+
+    @functools.cached_property
+    def _by_id(self) -> dict[str, Claim]:
+        return {c.id: c for c in self.claims}
+
+    @property
+    def ids(self) -> tuple[str, ...]:
+        return tuple(c.id for c in self.claims)
+
+    def get(self, claim_id: str) -> Claim:
+        try:
+            return self._by_id[claim_id]
+        except KeyError:
+            raise KeyError(self.unknown_message(claim_id)) from None
+
+    def matching(self, pattern: str) -> list[str]:
+        """Ids matching ``pattern``: an id or an fnmatch pattern (``OBJ-*``), any case."""
+        wanted = pattern.strip().upper()
+        return [i for i in self.ids if fnmatchcase(i, wanted)]
+
+    def select(self, patterns: Iterable[str]) -> list[str]:
+        """Ids matching any of ``patterns``, in catalogue order.
+
+        Raises :class:`ChaosError` naming every pattern that matches no claim.
+        """
+        patterns = [p for p in patterns if p.strip()]
+        unmatched = [p for p in patterns if not self.matching(p)]
+        if unmatched:
+            raise ChaosError(
+                "; ".join(self.unknown_message(p, what="pattern") for p in unmatched),
+                hint="`raychaos claims` lists every claim id",
+            )
+        chosen = {i for p in patterns for i in self.matching(p)}
+        return [i for i in self.ids if i in chosen]
+
+    def nearest(self, claim_id: str, n: int = 3) -> list[str]:
+        """Known ids closest to ``claim_id`` (same family first), for "did you mean"."""
+        wanted = claim_id.strip().upper()
+        scored = [(difflib.SequenceMatcher(None, wanted, i).ratio(), i) for i in self.ids]
+        # Best first; ties in catalogue order (TASK-01 before TASK-05).
+        close = [i for r, i in sorted(scored, key=lambda x: -x[0]) if r >= 0.6][:n]
+        prefix = wanted.split("-", 1)[0].rstrip("*?[")
+        same = [i for i in self.ids if prefix and i.startswith(prefix + "-")]
+        return list(dict.fromkeys([*close, *same]))[:n]
+
+    def unknown_message(self, claim_id: str, what: str = "claim id") -> str:
+        near = self.nearest(claim_id)
+        tail = (
+            f"nearest: {', '.join(near)}"
+            if near
+            else f"families: {', '.join(dict.fromkeys(c.family for c in self.claims))}"
+        )
+        verb = "matches no claim" if what == "pattern" else "is not in the claim catalogue"
+        return f"{what} {claim_id!r} {verb} ({tail})"
+
+
+def _claim(entry: Any, where: str) -> Claim:
+    if not isinstance(entry, Mapping):
+        raise ChaosError(f"{where}: expected a table of claim fields, got {entry!r}")
+    extra = sorted(set(entry) - {*_REQUIRED, *_OPTIONAL})
+    if extra:
+        raise ChaosError(f"{where}: unknown field(s) {', '.join(extra)}")
+    values: dict[str, str] = {}
+    for key in (*_REQUIRED, *_OPTIONAL):
+        value = entry.get(key, "")
+        if not isinstance(value, str):
+            raise ChaosError(f"{where}: {key} must be a string, got {value!r}")
+        if key in _REQUIRED and not value.strip():
+            raise ChaosError(f"{where}: {key} is required")
+        values[key] = value.strip()
+    claim = Claim(**values)
+    match = ID.match(claim.id)
+    if match is None:
+        raise ChaosError(f"{where}: id {claim.id!r} is not FAMILY-NN (such as TASK-01)")
+    if claim.family not in FAMILIES:
+        raise ChaosError(
+            f"{claim.id}: family {claim.family!r} is unknown (known: {', '.join(FAMILIES)})"
+        )
+    if match.group(1) != claim.family:
+        raise ChaosError(f"{claim.id}: the id's prefix is not its family {claim.family!r}")
+    if claim.since and not VERSION.match(claim.since):
+        raise ChaosError(f"{claim.id}: since {claim.since!r} is not a release such as 2.59.0")
+    if not claim.doc.startswith("https://"):
+        raise ChaosError(f"{claim.id}: doc {claim.doc!r} is not an https:// link")
+    return claim
+
+
+def parse_catalogue(text: str, origin: str = FILE) -> Catalogue:
+    """Validate the TOML text of a catalogue; raise :class:`ChaosError` naming the entry."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ChaosError(f"{origin} is not valid TOML: {exc}") from None
+    extra = sorted(set(data) - {"claim"})
+    if extra:
+        raise ChaosError(f"{origin}: unexpected top-level key(s) {', '.join(extra)}")
+    entries = data.get("claim", [])
+    if not isinstance(entries, list) or not entries:
+        raise ChaosError(f"{origin}: expected [[claim]] tables, found none")
+    claims = tuple(_claim(e, f"{origin} claim #{n}") for n, e in enumerate(entries, 1))
+    counts = Counter(c.id for c in claims)
+    twice = sorted(i for i, n in counts.items() if n > 1)
+    if twice:
+        raise ChaosError(f"{origin}: claim id(s) listed twice: {', '.join(twice)}")
+    return Catalogue(claims, origin)
+
+
+@functools.cache
+def load_catalogue(path: Path | None = None) -> Catalogue:
+    """The shipped catalogue (or the one at ``path``), read and validated once per process."""
+    if path is None:
+        from chaos.resources import fixtures_path
+
+        path = fixtures_path(FILE)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ChaosError(
+            f"cannot read the claim catalogue {path}: {exc.strerror}",
+            hint=f"reinstall raychaos ({FILE} ships in chaos/fixtures)",
+        ) from exc
+    return parse_catalogue(text, str(path))

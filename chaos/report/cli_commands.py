@@ -1,0 +1,340 @@
+"""``raychaos claims | coverage | compare | upgrade-check``: the claim-level commands.
+
+:func:`add_commands` adds their parsers to ``raychaos``'s subparsers, :func:`run_command` runs
+the one parsed (None: not one of these). Imports are lazy, so ``raychaos --help`` stays fast.
+A :class:`~chaos.errors.ChaosError` raised here is a usage error: ``raychaos`` prints it on one
+line and exits 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from chaos.errors import ChaosError, SpecError
+
+if TYPE_CHECKING:
+    from chaos.report.catalogue import Catalogue
+
+COMMANDS = ("claims", "coverage", "compare", "upgrade-check")
+
+COVERAGE_HELP = """\
+Per claim of the catalogue and per Ray release in RESULTS: verified (passed), finding (a strict
+xfail whose reason starts with FINDING:), skipped (never verified), failed/broken (a strict
+xfail that passed, "finding gone", counts here until its marker is updated) or missing (no
+result). Exit 0 when every claim is accounted for on every release: verified or a recorded
+finding (with --strict: verified only); 1 otherwise; 2 on a usage error (RESULTS is not a
+directory or holds no raychaos results)."""
+
+COMPARE_HELP = """\
+Per claim: each side's verdict and one change: regression (passed → failed or broken),
+new finding, finding no longer reproduces (a recorded finding that passes, pytest's
+[XPASS(strict)]: never a regression), now passes, exception changed (the exception class or
+.reason in the message or measurements differs), window moved (only when a side repeated a
+test: several results of one historyId, or a list / "trials" mapping in its measurements;
+moved = the two sides' ranges do not overlap), changed, missing on one side, unchanged.
+Markdown on stdout, an HTML page in -o. Exit 1 on any regression, 2 on a usage error, else 0.
+Two releases in one directory: `raychaos compare DIR` (when it holds exactly two; the older is
+the base) or `raychaos compare DIR DIR --base-version A --candidate-version B`."""
+
+UPGRADE_HELP = """\
+Builds the node images of both releases, runs the suite once with both (experiments/ when the
+working directory has it, else the installed chaos.experiments), then compares them in the
+results directory and writes DIR/../upgrade-FROM-to-TO.html. Arguments after `--` go to pytest
+(`-- -k objects -n 2`). Exit: compare's (1 on a regression, else 0), or pytest's when it did
+not run the tests (interrupted, usage error, nothing collected); 2 when --from equals --to, the
+results directory given is not empty or Docker cannot build the images."""
+
+#: pytest's exit codes after which its results mean something (all passed / some failed).
+RAN = (0, 1)
+#: pytest options upgrade-check gives itself.
+OWNED = ("--alluredir", "--raychaos-ray-version")
+
+
+def _release(raw: str) -> str:
+    from chaos.cluster import checks
+
+    try:
+        checks.ray_version(raw, "release")
+    except SpecError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return raw
+
+
+def add_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``claims``, ``coverage``, ``compare`` and ``upgrade-check`` to ``raychaos``."""
+    claims = subparsers.add_parser("claims", help="list the claims raychaos verifies")
+    claims.add_argument("patterns", nargs="*", help="ids or patterns (OBJ-*, TASK-01)")
+    claims.add_argument("--json", action="store_true", help="every field, as JSON")
+
+    cov = subparsers.add_parser(
+        "coverage",
+        help="which claims an Allure results directory verifies, per Ray release",
+        description=COVERAGE_HELP,
+    )
+    cov.add_argument("results", type=Path, help="the --alluredir of a raychaos run")
+    cov.add_argument(
+        "--strict", action="store_true", help="require verified: a recorded finding fails too"
+    )
+    cov.add_argument(
+        "--claims",
+        metavar="PATTERNS",
+        default="",
+        help="only these claims (OBJ-*,TASK-01), as run with --raychaos-claims",
+    )
+
+    cmp = subparsers.add_parser(
+        "compare",
+        help="claim by claim, what changed between two runs or two Ray releases",
+        description=COMPARE_HELP,
+    )
+    cmp.add_argument("base", type=Path, help="results directory of the base")
+    cmp.add_argument(
+        "candidate", type=Path, nargs="?", help="results directory of the candidate (default: BASE)"
+    )
+    cmp.add_argument("--base-version", metavar="X", help="the base's Ray release")
+    cmp.add_argument("--candidate-version", metavar="Y", help="the candidate's Ray release")
+    cmp.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        help="HTML page to write (default: reports/compare-X-to-Y.html)",
+    )
+
+    up = subparsers.add_parser(
+        "upgrade-check",
+        help="run the suite on two Ray releases and compare them claim by claim",
+        description=UPGRADE_HELP,
+    )
+    up.add_argument(
+        "--from",
+        dest="from_version",
+        type=_release,
+        required=True,
+        metavar="A",
+        help="the Ray release upgraded from (the base)",
+    )
+    up.add_argument(
+        "--to",
+        dest="to_version",
+        type=_release,
+        required=True,
+        metavar="B",
+        help="the Ray release upgraded to (the candidate)",
+    )
+    up.add_argument(
+        "--alluredir",
+        type=Path,
+        help="results directory, new or empty (default: reports/allure-upgrade-A-to-B, emptied "
+        "first); the page is written next to it",
+    )
+    up.add_argument("--base-image", default=None, help="base image with Python for the builds")
+    up.add_argument("pytest_args", nargs=argparse.REMAINDER, help="-- then pytest arguments")
+
+
+def run_command(args: argparse.Namespace) -> int | None:
+    """Run the parsed command if it is one of :data:`COMMANDS`; its exit code, else None."""
+    command = getattr(args, "command", None)
+    if command == "claims":
+        return claims_command(args.patterns, as_json=args.json)
+    if command == "coverage":
+        return coverage_command(args.results, strict=args.strict, patterns=args.claims)
+    if command == "compare":
+        return compare_command(
+            args.base, args.candidate, args.base_version, args.candidate_version, args.output
+        )
+    if command == "upgrade-check":
+        return upgrade_check(
+            args.from_version,
+            args.to_version,
+            args.pytest_args,
+            alluredir=args.alluredir,
+            base_image=args.base_image,
+        )
+    return None
+
+
+def _catalogue() -> Catalogue:
+    from chaos.report.catalogue import load_catalogue
+
+    return load_catalogue()
+
+
+def _patterns(raw: Sequence[str]) -> list[str]:
+    from chaos.settings import split_list
+
+    return [p for item in raw for p in split_list(item)]
+
+
+# -- claims ---------------------------------------------------------------------------------
+def claims_command(patterns: Sequence[str], *, as_json: bool = False) -> int:
+    catalogue = _catalogue()
+    wanted = set(catalogue.select(_patterns(patterns))) if patterns else set(catalogue.ids)
+    chosen = [c for c in catalogue if c.id in wanted]
+    if as_json:
+        print(json.dumps([c.to_json() for c in chosen], indent=1, ensure_ascii=False))
+        return 0
+    width = max(len(c.id) for c in chosen) + 2
+    feature = max(len(c.feature) for c in chosen) + 2
+    for claim in chosen:
+        print(f"{claim.id.ljust(width)}{claim.feature.ljust(feature)}{claim.fault}")
+        if claim.since or claim.scope:
+            print(f"{'':{width + feature}}scope: {claim.scope_text}")
+    print(f"{len(chosen)} of {len(catalogue)} claims", file=sys.stderr)
+    return 0
+
+
+# -- coverage -------------------------------------------------------------------------------
+def coverage_command(results: Path, *, strict: bool = False, patterns: str = "") -> int:
+    from chaos.report.coverage import coverage, load_raychaos, render_text
+
+    catalogue = _catalogue()
+    chosen = catalogue.select(_patterns([patterns])) if patterns.strip() else []
+    cov = coverage(load_raychaos(results), catalogue, chosen)
+    print(render_text(cov, strict=strict))
+    return cov.exit_code(strict=strict)
+
+
+# -- compare --------------------------------------------------------------------------------
+def compare_command(
+    base: Path,
+    candidate: Path | None,
+    base_version: str | None = None,
+    candidate_version: str | None = None,
+    output: Path | None = None,
+) -> int:
+    from chaos.report.compare import compare, pick_sides, render_html, render_markdown
+
+    before, after = pick_sides(base, candidate, base_version, candidate_version)
+    result = compare(before, after, _catalogue())
+    print(render_markdown(result), end="")
+    page = output or Path("reports") / f"compare-{before.release}-to-{after.release}.html"
+    page.parent.mkdir(parents=True, exist_ok=True)
+    page.write_text(render_html(result), encoding="utf-8")
+    print(f"raychaos: compare page {page}", file=sys.stderr)
+    return result.exit_code
+
+
+# -- upgrade-check --------------------------------------------------------------------------
+def default_alluredir(from_version: str, to_version: str) -> Path:
+    return Path("reports") / f"allure-upgrade-{from_version}-to-{to_version}"
+
+
+def suite_args(cwd: Path) -> list[str]:
+    """The standard suite: the checkout's experiments/, else the installed one."""
+    if (cwd / "experiments").is_dir():
+        return ["experiments/"]
+    return ["--pyargs", "chaos.experiments"]
+
+
+def pytest_command(
+    from_version: str,
+    to_version: str,
+    alluredir: Path,
+    pytest_args: Sequence[str] = (),
+    *,
+    cwd: Path,
+    base_image: str | None = None,
+) -> list[str]:
+    """``python -m pytest <suite> --raychaos-ray-version A --raychaos-ray-version B …``."""
+    extra = list(pytest_args)
+    if extra[:1] == ["--"]:
+        extra = extra[1:]
+    owned = sorted({a.split("=", 1)[0] for a in extra} & set(OWNED))
+    if owned:
+        raise ChaosError(
+            f"upgrade-check sets {', '.join(owned)} itself",
+            hint="give the releases as --from/--to and the results directory as --alluredir",
+        )
+    image = ["--raychaos-base-image", base_image] if base_image else []
+    return [
+        sys.executable,
+        "-m",
+        "pytest",
+        *suite_args(cwd),
+        "--raychaos-ray-version",
+        from_version,
+        "--raychaos-ray-version",
+        to_version,
+        *image,
+        "--alluredir",
+        str(alluredir),
+        *extra,
+    ]
+
+
+def prepare_alluredir(alluredir: Path, *, ours: bool) -> None:
+    """An empty results directory: ours (the default) is emptied, the user's must be empty."""
+    if alluredir.exists() and not alluredir.is_dir():
+        raise ChaosError(f"--alluredir {alluredir} is not a directory")
+    if alluredir.is_dir() and any(alluredir.iterdir()):
+        if not ours:
+            raise ChaosError(
+                f"--alluredir {alluredir} is not empty: earlier results would be compared too",
+                hint="give a new or empty directory",
+            )
+        shutil.rmtree(alluredir)
+    alluredir.mkdir(parents=True, exist_ok=True)
+
+
+def build_images(from_version: str, to_version: str, base_image: str | None) -> None:
+    """Both releases' node images, built before the run so its timing is the tests'."""
+    from chaos.backends.docker.client import connect
+    from chaos.backends.docker.images import BuildSettings, ImageBuilder
+    from chaos.cluster.spec import DEFAULT_PYTHON
+
+    client = connect()
+    try:
+        builder = ImageBuilder(client, BuildSettings(base_image=base_image))
+        for version in (from_version, to_version):
+            print(f"raychaos: image {builder.ensure(version, DEFAULT_PYTHON)}", file=sys.stderr)
+    finally:
+        client.close()
+
+
+def run_pytest(command: list[str], cwd: Path) -> int:
+    return subprocess.call(command, cwd=cwd)
+
+
+def upgrade_check(
+    from_version: str,
+    to_version: str,
+    pytest_args: Sequence[str] = (),
+    *,
+    alluredir: Path | None = None,
+    base_image: str | None = None,
+    cwd: Path | None = None,
+    build: Callable[[str, str, str | None], None] | None = None,
+    run: Callable[[list[str], Path], int] | None = None,
+) -> int:
+    """Build, run both releases in one pytest session, compare; see :data:`UPGRADE_HELP`."""
+    if from_version == to_version:
+        raise ChaosError(f"--from and --to are both {from_version}: an upgrade needs two releases")
+    where = (cwd or Path.cwd()).resolve()
+    results = where / (alluredir or default_alluredir(from_version, to_version))
+    prepare_alluredir(results, ours=alluredir is None)
+    (build or build_images)(from_version, to_version, base_image)
+    command = pytest_command(
+        from_version, to_version, results, pytest_args, cwd=where, base_image=base_image
+    )
+    print(f"raychaos: {shlex.join(command)}", file=sys.stderr)
+    code = (run or run_pytest)(command, where)
+    if code not in RAN:
+        print(f"raychaos: pytest exited {code} without running the suite", file=sys.stderr)
+        return code
+    page = results.parent / f"upgrade-{from_version}-to-{to_version}.html"
+    try:
+        verdict = compare_command(results, None, from_version, to_version, page)
+    except ChaosError as exc:
+        print(f"raychaos: cannot compare: {exc}", file=sys.stderr)
+        return code or 1
+    print(f"raychaos: HTML {page}", file=sys.stderr)
+    print(f"raychaos: Allure results {results} (allure serve {results})", file=sys.stderr)
+    return verdict

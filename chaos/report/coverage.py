@@ -1,0 +1,188 @@
+"""Claim coverage of an Allure results directory: every catalogue claim × Ray release.
+
+``raychaos coverage RESULTS`` says, per claim and per release the results hold, whether the
+claim was verified. One verdict per result (:func:`verdict_of`), the worst per cell
+(:data:`VERDICT_ORDER`); :mod:`chaos.report.compare` reads the same cells.
+
+A claim is *accounted for* on a release when it was verified (its tests passed) or when the
+gap to Ray's docs is a recorded finding (a strict xfail whose reason starts with FINDING:);
+``strict`` accepts verified only. A skip verifies nothing, and a strict xfail that passed
+(the finding no longer reproduces) failed the run until its marker is updated.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from chaos.errors import ChaosError
+from chaos.report.catalogue import Catalogue
+from chaos.report.model import Results, TestResult, load_results
+
+PASSED = "passed"
+FINDING = "finding"
+#: A strict xfail (recorded finding) whose test passed: pytest fails it ("[XPASS(strict)]").
+XPASS = "finding gone"
+SKIPPED = "skipped"
+FAILED = "failed"
+BROKEN = "broken"
+MISSING = "missing"
+#: A cell shows the worst verdict among its tests; worst first.
+VERDICT_ORDER = (FAILED, BROKEN, XPASS, SKIPPED, FINDING, PASSED)
+#: Coverage buckets: what each verdict counts as.
+BUCKETS = {
+    PASSED: "verified",
+    FINDING: "finding",
+    SKIPPED: "skipped",
+    FAILED: "failed/broken",
+    BROKEN: "failed/broken",
+    XPASS: "failed/broken",
+    MISSING: "missing",
+}
+BUCKET_ORDER = ("verified", "finding", "skipped", "failed/broken", "missing")
+#: The release of raychaos results that carry no raychaos.ray_version parameter.
+UNVERSIONED = "unversioned"
+
+
+def verdict_of(test: TestResult) -> str:
+    """passed, finding, finding gone, skipped, failed or broken (anything else)."""
+    if test.strict_xpass:
+        return XPASS
+    status = test.effective_status
+    return status if status in (PASSED, FINDING, SKIPPED, FAILED) else BROKEN
+
+
+def worst(verdicts: Iterable[str]) -> str:
+    ranked = [v for v in verdicts if v in VERDICT_ORDER]
+    return min(ranked, key=VERDICT_ORDER.index) if ranked else MISSING
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One claim on one release: the worst verdict and the tests behind it."""
+
+    verdict: str
+    tests: tuple[TestResult, ...] = ()
+
+    @property
+    def shown(self) -> str:
+        """The verdict, with how many of several tests reached it (``failed 1/2``)."""
+        if len(self.tests) < 2:
+            return self.verdict
+        same = sum(1 for t in self.tests if verdict_of(t) == self.verdict)
+        return f"{self.verdict} {same}/{len(self.tests)}"
+
+
+def _version_key(version: str) -> tuple[tuple[int, str], ...]:
+    return tuple((int(p), "") if p.isdigit() else (-1, p) for p in re.split(r"[.\-]", version))
+
+
+def raychaos_tests(results: Results) -> list[TestResult]:
+    """Results raychaos wrote: they carry the ray_version parameter or a claim label."""
+    return [t for t in results.tests if t.ray_version or t.claims]
+
+
+def release_of(test: TestResult) -> str:
+    return test.ray_version or UNVERSIONED
+
+
+def releases_of(tests: Iterable[TestResult]) -> list[str]:
+    """The releases ``tests`` ran against, oldest first."""
+    return sorted({release_of(t) for t in tests}, key=_version_key)
+
+
+def load_raychaos(directory: Path) -> Results:
+    """:func:`load_results`, refusing a directory without raychaos results (one line)."""
+    results = load_results(directory)
+    if not raychaos_tests(results):
+        found = len(list(directory.glob("*-result.json")))
+        raise ChaosError(
+            f"{directory} holds no raychaos results ({found} Allure result file(s), none with "
+            "a claim label or the raychaos.ray_version parameter)",
+            hint="run the experiments with --alluredir=DIR first",
+        )
+    return results
+
+
+def cells_of(tests: Iterable[TestResult], release: str) -> dict[str, Cell]:
+    """claim id → its cell on ``release`` (claims without a result have no entry)."""
+    found: dict[str, list[TestResult]] = {}
+    for test in tests:
+        if release_of(test) == release:
+            for claim in test.claims:
+                found.setdefault(claim, []).append(test)
+    return {
+        claim: Cell(worst(verdict_of(t) for t in group), tuple(group))
+        for claim, group in found.items()
+    }
+
+
+@dataclass(frozen=True)
+class Coverage:
+    directory: Path
+    claims: tuple[str, ...]
+    releases: tuple[str, ...]
+    #: (claim, release) → cell; a cell without tests is MISSING.
+    cells: Mapping[tuple[str, str], Cell]
+    #: Claim ids in the results that the catalogue does not know.
+    unknown: tuple[str, ...] = ()
+
+    def cell(self, claim: str, release: str) -> Cell:
+        return self.cells.get((claim, release), Cell(MISSING))
+
+    def counts(self, release: str) -> dict[str, int]:
+        """Bucket → number of claims in it on ``release``."""
+        counts = dict.fromkeys(BUCKET_ORDER, 0)
+        for claim in self.claims:
+            counts[BUCKETS[self.cell(claim, release).verdict]] += 1
+        return counts
+
+    def accounted(self, claim: str, *, strict: bool) -> bool:
+        """Verified (or, unless ``strict``, a recorded finding) on every release."""
+        good = {PASSED} if strict else {PASSED, FINDING}
+        return all(self.cell(claim, r).verdict in good for r in self.releases)
+
+    def exit_code(self, *, strict: bool) -> int:
+        return 0 if all(self.accounted(c, strict=strict) for c in self.claims) else 1
+
+
+def coverage(results: Results, catalogue: Catalogue, claims: Sequence[str] = ()) -> Coverage:
+    """Coverage of ``claims`` (default: the whole catalogue) over every release present."""
+    tests = raychaos_tests(results)
+    releases = releases_of(tests)
+    chosen = tuple(claims) or catalogue.ids
+    cells = {
+        (claim, release): cell
+        for release in releases
+        for claim, cell in cells_of(tests, release).items()
+    }
+    unknown = sorted({c for t in tests for c in t.claims if c not in catalogue})
+    return Coverage(results.directory, chosen, tuple(releases), cells, tuple(unknown))
+
+
+def render_text(cov: Coverage, *, strict: bool) -> str:
+    """The claim × release table, a count line per release and the verdict."""
+    width = max([len(c) for c in cov.claims] + [5]) + 2
+    col = max([len(r) for r in cov.releases] + [len("finding gone 2/2")]) + 2
+    lines = [
+        f"raychaos coverage of {cov.directory}: {len(cov.claims)} claims × Ray "
+        f"{', '.join(cov.releases)}",
+        "",
+        "claim".ljust(width) + "".join(r.ljust(col) for r in cov.releases).rstrip(),
+    ]
+    for claim in cov.claims:
+        row = "".join(cov.cell(claim, r).shown.ljust(col) for r in cov.releases)
+        mark = "" if cov.accounted(claim, strict=strict) else "  ✗"
+        lines.append(f"{claim.ljust(width)}{row.rstrip()}{mark}")
+    lines.append("")
+    for release in cov.releases:
+        counts = cov.counts(release)
+        lines.append(f"Ray {release}: " + ", ".join(f"{n} {b}" for b, n in counts.items()))
+    done = sum(1 for c in cov.claims if cov.accounted(c, strict=strict))
+    rule = "verified" if strict else "verified or a recorded finding"
+    lines.append(f"accounted for ({rule}) on every release: {done}/{len(cov.claims)} claims")
+    if cov.unknown:
+        lines.append(f"not in the claim catalogue: {', '.join(cov.unknown)}")
+    return "\n".join(lines)
