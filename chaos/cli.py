@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import signal
 import sys
 from collections.abc import Sequence
@@ -105,6 +106,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("raychaos: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # The reader went away (`raychaos claims | head`): not an error; silence the flush.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 def _interrupt(signum: int, frame: FrameType | None) -> None:

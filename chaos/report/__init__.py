@@ -14,4 +14,8 @@ After a run (``raychaos report``):
   matrix.py      claim × Ray version → worst result; measurements
   html.py        render_html, write_report
   timeline.py    the history as a picture (used by chaos.experiment)
+  catalogue.py   the claim catalogue (fixtures/claims.toml): ids, faults, outcomes, scope
+  coverage.py    per claim and release: verified, finding, skipped, failed, missing
+  compare.py     two runs (or two releases in one) claim by claim: regressions and fixes
+  cli_commands.py  `raychaos claims | coverage | compare | upgrade-check`
 """

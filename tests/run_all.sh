@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Everything CI proves, in order (the README's test command runs this after installing):
+#   1. the harness's own tests (unit, plugin, integration on real Docker);
+#   2. the experiment suite on the default Ray release, into reports/allure-results;
+#   3. a shorter pass on the previous release (node-level claims), into reports/allure-previous;
+#   4. a comparison of the two (exit 1 on a regression: passed there, failed or broken here);
+#   5. claim coverage of the default release (every claim verified or a recorded finding).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+previous="${RAYCHAOS_PREVIOUS_RELEASE:-2.59.0}"
+rm -rf reports/allure-results reports/allure-previous
+pytest tests/ -n 2
+pytest experiments/ -n 4 --alluredir reports/allure-results
+pytest experiments/ -n 4 --raychaos-ray-version "$previous" \
+  --raychaos-claims 'TASK-*,OBJ-*,ACTOR-*,NODE-*' --alluredir reports/allure-previous
+raychaos compare reports/allure-previous reports/allure-results -o reports/compare.html
+raychaos coverage reports/allure-results
+raychaos report reports/allure-results -o reports/summary.html
