@@ -330,8 +330,15 @@ def calls_during_restart(
     for r in results:
         if "error" in r:
             errors[r["error"]] = errors.get(r["error"], 0) + 1
-    # The restarted incarnation (same node: hard affinity) reads which calls ran.
-    executed = ray.get(actor.executed.remote(log), timeout=120)
+    # The restarted incarnation (same node: hard affinity) reads which calls ran; until it is
+    # ALIVE again a call fails at once (ActorUnavailableError, max_task_retries=0).
+    def read_log() -> list[int] | None:
+        try:
+            return ray.get(actor.executed.remote(log), timeout=30)
+        except ray.exceptions.ActorUnavailableError:
+            return None
+
+    executed = until(read_log, lambda seen: seen is not None, timeout=120)
     return {
         "max_task_retries": max_task_retries,
         "results": results,
