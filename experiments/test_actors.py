@@ -17,11 +17,14 @@ from chaos.check import (
     FAST_HEALTH_CHECKS,
     KILL_NODE,
     KILL_PROCESS,
+    RETRIES_DISABLED,
     actor_states,
-    at_least,
+    applies,
     await_dead,
     dead_in_band,
     death_cause,
+    expected,
+    lost_object_error,
     since,
     strike_on,
 )
@@ -41,8 +44,8 @@ PROCESS_DEATH_S = 5.0
 
 
 def final_error(version: str) -> str:
-    """The final error of a dead actor (2.59+: ActorDiedError, a RayActorError)."""
-    return "ActorDiedError" if at_least(version, "2.59.0") else "RayActorError"
+    """The final error of a dead actor: ActorDiedError, a RayActorError (expectations)."""
+    return expected("actor_died_error", version)
 
 
 def check_died(errors: list[dict[str, Any]], version: str) -> dict[str, Any]:
@@ -234,9 +237,12 @@ def test_actor_task_output_is_reconstructed_only_with_task_retries(experiment: E
     seen = run.result(timeout=240)
     err = seen["error"]
     assert err is not None, f"the output must be lost: {seen}"
-    if at_least(experiment.ray_version, "2.59.0"):
-        assert err["type"] == "ObjectReconstructionFailedError", err
-        assert err.get("reason") == "OBJECT_UNRECONSTRUCTABLE_RETRIES_DISABLED", err
+    version = experiment.ray_version
+    assert err["type"] == lost_object_error(RETRIES_DISABLED, version), err
+    if applies("lost_object_reason", version):
+        assert err.get("reason") == RETRIES_DISABLED, err
+    else:
+        assert err.get("reason") is None, err
     assert "ObjectLostError" in [err["type"], *err["bases"]], err["bases"]
     # Docs/message gap (notes, ACTOR-05): the advice names max_retries, not max_task_retries.
     experiment.measure(

@@ -19,7 +19,7 @@ from chaos.check import (
     KILL_RAYLET,
     MISSED_HEARTBEATS,
     STOP_RAY,
-    at_least,
+    applies,
     attempts,
     await_dead,
     dead_in_band,
@@ -54,11 +54,12 @@ def check_work_failed(
 
 
 def check_record(seen: dict[str, Any], reason: str, message: str, version: str) -> None:
-    """``ray.nodes()`` death record (2.59+) and the State API's node row."""
+    """``ray.nodes()`` death record (expectations: ray_nodes_death_record) and the State
+    API's node row."""
     assert seen["dead"], "the workload never saw the node dead"
     record = seen["ray_nodes_record"]
     assert record["Alive"] is False, record
-    if at_least(version, "2.59.0"):
+    if applies("ray_nodes_death_record", version):
         assert DEATH_REASON.get(record["DeathReason"]) == reason, record
         assert record["DeathReasonMessage"] == message, record
     state = seen["state_api_node"]

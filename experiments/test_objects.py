@@ -17,10 +17,15 @@ from chaos.check import (
     FAST_HEALTH_CHECKS,
     KILL_NODE,
     KILL_PROCESS,
-    at_least,
+    LINEAGE_EVICTED,
+    MAX_ATTEMPTS_EXCEEDED,
+    RETRIES_DISABLED,
+    applies,
     attempts,
     await_dead,
     dead_in_band,
+    expected,
+    lost_object_error,
     since,
     strike_on,
 )
@@ -37,17 +42,15 @@ EAGER_WAIT_S = 10.0
 OWNER_GONE_S = 30.0
 
 
-def unreconstructable(version: str) -> str:
-    """The error of an object that cannot be reconstructed (2.59+ names the subclass)."""
-    return "ObjectReconstructionFailedError" if at_least(version, "2.59.0") else "ObjectLostError"
-
-
 def check_lost(err: dict[str, Any] | None, version: str, reason: str) -> None:
+    """The read failed with the class (and ``.reason``) ``version`` raises for ``reason``."""
     assert err is not None, "the read must fail"
-    assert err["type"] == unreconstructable(version), err
+    assert err["type"] == lost_object_error(reason, version), err
     assert "ObjectLostError" in [err["type"], *err["bases"]], err["bases"]
-    if at_least(version, "2.59.0"):
+    if applies("lost_object_reason", version):
         assert err.get("reason") == reason, err.get("reason")
+    else:
+        assert err.get("reason") is None, err.get("reason")
 
 
 @pytest.mark.claim("OBJ-01", "OBJ-02")
@@ -92,12 +95,12 @@ def test_lost_output_is_reconstructed_only_with_retries(experiment: Experiment) 
     kill, ready = strike_on(experiment, run, "object_ready", KILL_NODE)
     assert ready.get("node_name") == "worker-2", "the only copy must be on worker-2"
     seen = run.result(timeout=240)
-    reason = "OBJECT_UNRECONSTRUCTABLE_RETRIES_DISABLED"
-    check_lost(seen["driver_error"], version, reason)
+    check_lost(seen["driver_error"], version, RETRIES_DISABLED)
     task = seen["task_error"]
     assert task is not None and task["is_RayTaskError"], f"dependent task must fail: {task}"
-    assert task["type"] == f"RayTaskError({unreconstructable(version)})", task["type"]
-    check_lost(task.get("cause"), version, reason)
+    lost = lost_object_error(RETRIES_DISABLED, version)
+    assert task["type"] == f"RayTaskError({lost})", task["type"]
+    check_lost(task.get("cause"), version, RETRIES_DISABLED)
     assert seen["executions"] == 1, "max_retries=0: no reconstruction"
     failed = experiment.measure(
         "OBJ-02 kill → read fails (s)", since(kill, seen["t_driver_outcome"])
@@ -127,11 +130,7 @@ def test_object_lost_again_after_its_budget_is_unrecoverable(experiment: Experim
     second_kill, second = strike_on(experiment, run, "object_ready", KILL_NODE, count=2)
     assert second.get("node_name") not in (None, "worker-1"), "reconstructed elsewhere"
     seen = run.result(timeout=240)
-    check_lost(
-        seen["driver_error"],
-        experiment.ray_version,
-        "OBJECT_UNRECONSTRUCTABLE_MAX_ATTEMPTS_EXCEEDED",
-    )
+    check_lost(seen["driver_error"], experiment.ray_version, MAX_ATTEMPTS_EXCEEDED)
     assert seen["executions"] == 2, "one reconstruction, then the budget is spent"
     assert seen["execution_nodes"][1] == second.get("node_name"), seen["execution_nodes"]
     experiment.measure(
@@ -174,7 +173,9 @@ def test_owner_death_loses_the_object_a_secondary_copy_does_not(experiment: Expe
     err = seen["driver_error"]
     assert err is not None and err["type"] == "OwnerDiedError", f"driver read: {err}"
     assert err["bases"][:2] == ["ObjectLostError", "RayError"], err["bases"]
-    assert f"owner node ID: {cluster.node('worker-2').node_id}" in err["message"], err["message"]
+    where = cluster.node("worker-2")
+    location = expected("owner_died_location", experiment.ray_version)
+    assert location.format(node_id=where.node_id, ip=where.ip) in err["message"], err["message"]
     task = seen["task_error"]
     assert task is not None and task["type"] == "RayTaskError(OwnerDiedError)", task
     failed = experiment.measure(
@@ -213,11 +214,7 @@ def test_evicted_lineage_makes_a_loss_unrecoverable(experiment: Experiment) -> N
     assert seen["RAY_max_lineage_bytes"] == "100000", "the cap must reach the driver (owner)"
     assert len(seen["objects"]) == 12
     for row in seen["objects"]:
-        check_lost(
-            row.get("error"),
-            experiment.ray_version,
-            "OBJECT_UNRECONSTRUCTABLE_LINEAGE_EVICTED",
-        )
+        check_lost(row.get("error"), experiment.ray_version, LINEAGE_EVICTED)
         assert row["executions"] == 1, f"object {row['index']} must not be re-executed: {row}"
     experiment.measure("OBJ-06 objects lost", len(seen["objects"]))
     dead_in_band(experiment, kill, seen["t_dead_seen"], "OBJ-06 kill")

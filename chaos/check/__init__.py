@@ -11,6 +11,7 @@ Everything a chaos experiment needs to judge an outcome, importable by any suite
 - :mod:`~chaos.check.deaths`: a node is DEAD within the band, and stays DEAD.
 - :mod:`~chaos.check.states`: State API rows reduced to what an assertion compares.
 - :mod:`~chaos.check.logs`, :mod:`~chaos.check.versions`: Ray's log clocks and releases.
+- :mod:`~chaos.check.expectations`: what differs by Ray release (first release, evidence).
 - :mod:`~chaos.check.evidence`: ``ray status`` and measurements in the report.
 """
 
@@ -29,6 +30,19 @@ from chaos.check.deaths import (
     stays_dead,
 )
 from chaos.check.evidence import attach, record, status_now
+from chaos.check.expectations import (
+    EXPECTATIONS,
+    LINEAGE_EVICTED,
+    MAX_ATTEMPTS_EXCEEDED,
+    RETRIES_DISABLED,
+    Expectation,
+    NotChecked,
+    absent_reason,
+    applies,
+    expectation,
+    expected,
+    lost_object_error,
+)
 from chaos.check.knobs import (
     AFTER_DEATH_S,
     FAST_HEALTH_CHECKS,
@@ -64,6 +78,7 @@ from chaos.check.windows import (
 __all__ = [
     "AFTER_DEATH_S",
     "DEATH_REASON",
+    "EXPECTATIONS",
     "FAST_HEALTH_CHECKS",
     "GCS_RECONNECT",
     "GCS_RECONNECT_S",
@@ -71,20 +86,29 @@ __all__ = [
     "KILL_NODE",
     "KILL_PROCESS",
     "KILL_RAYLET",
+    "LINEAGE_EVICTED",
+    "MAX_ATTEMPTS_EXCEEDED",
     "MISSED_HEARTBEATS",
     "OBSERVER_SLACK_S",
     "PRESETS",
+    "RETRIES_DISABLED",
     "STOP_RAY",
     "Band",
+    "Expectation",
+    "NotChecked",
     "Strike",
     "WithHistory",
+    "absent_reason",
     "actor_states",
+    "applies",
     "at_least",
     "attach",
     "attempts",
     "await_dead",
     "dead_in_band",
     "death_cause",
+    "expectation",
+    "expected",
     "fault_to_actor_alive",
     "fault_to_event",
     "fault_to_node_dead",
@@ -92,6 +116,7 @@ __all__ = [
     "health_check_knob",
     "injected",
     "logged_at",
+    "lost_object_error",
     "node_dead_event",
     "node_death_band",
     "record",

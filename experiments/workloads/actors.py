@@ -330,6 +330,7 @@ def calls_during_restart(
     for r in results:
         if "error" in r:
             errors[r["error"]] = errors.get(r["error"], 0) + 1
+
     # The restarted incarnation (same node: hard affinity) reads which calls ran; until it is
     # ALIVE again a call fails at once (ActorUnavailableError, max_task_retries=0).
     def read_log() -> list[int] | None:
