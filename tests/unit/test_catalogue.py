@@ -81,9 +81,9 @@ def test_the_shipped_catalogue_has_every_claim_once_with_every_field() -> None:
 def test_version_scope_is_data() -> None:
     catalogue = load_catalogue()
     rocksdb = catalogue.get("GCS-06")
-    assert rocksdb.since == "2.59.0"
-    assert rocksdb.scope_text.startswith("since 2.59.0; ")
-    assert "2.59.0" in catalogue.get("OBJ-02").scope and catalogue.get("OBJ-02").since == ""
+    assert rocksdb.since == "2.57.0"
+    assert rocksdb.scope_text.startswith("since 2.57.0; ")
+    assert "2.54.0" in catalogue.get("OBJ-02").scope and catalogue.get("OBJ-02").since == ""
     assert catalogue.get("TASK-01").scope_text == "all releases"
     assert catalogue.get("VER-01").source == (
         "Ray source: python/ray/_private/utils.py:check_version_info"
@@ -189,7 +189,7 @@ def test_raychaos_claims_lists_id_family_fault_and_scope(
     assert lines[0].split()[:2] == ["TASK-01", "Tasks"]
     assert "the worker process executing a task is killed with SIGKILL" in lines[0]
     gcs06 = next(n for n, line in enumerate(lines) if line.startswith("GCS-06"))
-    assert lines[gcs06 + 1].strip().startswith("scope: since 2.59.0; ")
+    assert lines[gcs06 + 1].strip().startswith("scope: since 2.57.0; ")
     assert sum(1 for line in lines if not line.startswith(" ")) == 59
     assert err.strip() == "59 of 59 claims"
 
