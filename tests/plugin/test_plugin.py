@@ -111,21 +111,22 @@ def test_bad_marker_is_a_usage_error_naming_the_field(pytester: pytest.Pytester)
 
 
 def test_xdist_workers_share_the_run_id_and_differ_in_worker_id(pytester: pytest.Pytester) -> None:
+    out = pytester.path / "identities"
+    out.mkdir()
     pytester.makepyfile(
-        """
+        f"""
+        import pathlib
         import pytest
 
         @pytest.mark.parametrize("i", range(4))
-        def test_identity(raychaos_identity, i, tmp_path_factory):
-            root = tmp_path_factory.getbasetemp().parent
-            (root / f"{raychaos_identity.worker}-{i}").write_text(raychaos_identity.run_id)
+        def test_identity(raychaos_identity, i):
+            out = pathlib.Path({str(out)!r})
+            (out / f"{{raychaos_identity.worker}}-{{i}}").write_text(raychaos_identity.run_id)
         """
     )
     result = pytester.runpytest_subprocess("-n", "2", "-p", "no:randomly")
     result.assert_outcomes(passed=4)
-    files = list(pytester.path.parent.glob("*gw*")) or list(
-        p for p in pytester.path.parent.parent.rglob("gw*-*") if p.is_file()
-    )
+    files = list(out.iterdir())
     run_ids = {f.read_text() for f in files}
     workers = {f.name.split("-")[0] for f in files}
     assert len(files) == 4
