@@ -7,29 +7,41 @@ collected test uses one of its fixtures or markers — no Docker connection, no 
 signal handler. Fixtures are small and overridable: override ``cluster_spec`` to change what
 ``ray_cluster`` boots, ``raychaos_workload_paths`` to ship other workloads, or call
 ``ray_cluster_factory`` for several clusters.
+
+Several Docker engines (``--raychaos-docker-host``, repeatable): each xdist worker boots on
+one of them (worker ``gwN`` on engine ``N mod count``, :mod:`chaos.backends.docker.engines`);
+a test whose engine stops answering ends broken with one ``EngineLost`` line naming it, and
+the worker moves on to an engine that answers.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
-import signal
 import threading
 from collections.abc import Generator, Iterator
 from pathlib import Path
-from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from chaos import labels, selection
+from chaos import engine_hooks, labels, selection
+from chaos.engine_hooks import engine_lines, engine_lost_already
 from chaos.errors import ChaosError
+from chaos.interrupts import INTERRUPTED, install_handlers
 from chaos.keys import PHASE_REPORTS, RUN_ID_KEY, SETTINGS_KEY, USED_KEY
 from chaos.settings import OPTIONS, SettingError, Settings, resolve
-from chaos.testkit import ClusterFactory, attach_config, say, spec_from_marker, uses_raychaos
+from chaos.testkit import (
+    ENGINE_KEY,
+    ClusterFactory,
+    attach_config,
+    say,
+    spec_from_marker,
+    uses_raychaos,
+)
 
 if TYPE_CHECKING:
     from chaos.backends.docker import DockerClient
+    from chaos.backends.docker.engines import EnginePool, EngineUse
     from chaos.backends.docker.images import ImageBuilder
     from chaos.cluster.cluster import Cluster
     from chaos.cluster.spec import ClusterSpec
@@ -91,6 +103,7 @@ def pytest_configure(config: pytest.Config) -> None:
     from chaos.report import allure as reporting
 
     config.pluginmanager.register(reporting, "raychaos-reporting")
+    config.pluginmanager.register(engine_hooks, "raychaos-engines")
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -124,6 +137,8 @@ def pytest_collection_finish(session: pytest.Session) -> None:
             f"({settings.sources.get('ray_versions')}), image {image}, "
             f"boot timeout {settings.boot_timeout:.0f} s, keep={settings.keep}"
         )
+        for line in engine_lines(config, settings):
+            reporter.write_line(line)
 
 
 @pytest.hookimpl(wrapper=True)
@@ -148,30 +163,6 @@ def _failed(node: pytest.Item) -> bool:
     return any(r.failed for r in reports.values())
 
 
-#: Set by raychaos's SIGINT/SIGTERM handlers: teardown then skips the postconditions and
-#: evidence and only removes clusters (xdist kills a worker ~10 s after an interrupt).
-INTERRUPTED = threading.Event()
-
-
-def _install_sigterm_handler() -> None:
-    """SIGINT and SIGTERM set :data:`INTERRUPTED` and unwind like Ctrl-C (KeyboardInterrupt),
-    so fixture teardown still removes the clusters, at once. A handler someone else installed
-    is left alone."""
-
-    def interrupt(signum: int, frame: FrameType | None) -> None:
-        INTERRUPTED.set()
-        raise KeyboardInterrupt(f"signal {signum}")
-
-    for signum, default in (
-        (signal.SIGTERM, signal.SIG_DFL),
-        (signal.SIGINT, signal.default_int_handler),
-    ):
-        if signal.getsignal(signum) is not default:
-            continue
-        with contextlib.suppress(ValueError):  # not the main thread: nothing to install
-            signal.signal(signum, interrupt)
-
-
 # -- fixtures -------------------------------------------------------------------------------
 @pytest.fixture(scope="session")
 def raychaos_settings(pytestconfig: pytest.Config) -> Settings:
@@ -189,39 +180,70 @@ def raychaos_identity(pytestconfig: pytest.Config) -> labels.RunIdentity:
 
 
 @pytest.fixture(scope="session")
-def docker_client(pytestconfig: pytest.Config) -> Iterator[DockerClient]:
-    """A Docker client for the engine named by DOCKER_HOST (or the local socket).
+def raychaos_engines(
+    pytestconfig: pytest.Config, raychaos_settings: Settings
+) -> Iterator[EnginePool]:
+    """The run's Docker engines as this process uses them (``--raychaos-docker-host``; one:
+    DOCKER_HOST or the local socket). Nothing connects until a fixture needs an engine.
 
-    The first use in a process is when raychaos wakes up: it starts this process's reaper
-    (which removes the process's objects if it dies, whatever the signal), removes what dead
-    runs left behind, and makes SIGINT/SIGTERM unwind quickly, so teardown still runs.
+    The first use of an engine in a process is when raychaos wakes up there: it starts a
+    reaper for it (which removes the process's objects on that engine if the process dies,
+    whatever the signal) and removes what dead runs left behind on it; the first use of any
+    makes SIGINT/SIGTERM unwind quickly, so teardown still runs.
     """
     from chaos.backends.docker import reaper
-    from chaos.backends.docker.client import connect
+    from chaos.backends.docker.engines import EnginePool, engine_urls
+    from chaos.backends.docker.images import BuildSettings
     from chaos.backends.docker.sweep import sweep
 
-    _install_sigterm_handler()
-    client = connect()
-    if reaper.start(run_id=pytestconfig.stash[RUN_ID_KEY]) is None:
-        say(
-            "raychaos: could not start a reaper for this process (see /proc and the cache "
-            "directory); if it is killed, only the next run's sweep removes its clusters"
-        )
-    report = sweep(client)
-    if report.removed or report.failed:
-        say(f"raychaos: sweep {report}")
-    yield client
+    install_handlers()
+    run_id = pytestconfig.stash[RUN_ID_KEY]
+    urls = engine_urls(raychaos_settings.docker_hosts)
+
+    def wake(engine: EngineUse) -> None:
+        where = f" on {engine.name}" if len(urls) > 1 else ""
+        if reaper.start(run_id=run_id, engine=engine.url) is None:
+            say(
+                f"raychaos: could not start a reaper for this process{where} (see /proc and the "
+                "cache directory); if it is killed, only the next run's sweep removes its clusters"
+            )
+        report = sweep(engine.client, engine=engine.url)
+        if report.removed or report.failed:
+            say(f"raychaos: sweep{where} {report}")
+
+    pool = EnginePool(
+        urls,
+        build=BuildSettings(base_image=raychaos_settings.base_image or None),
+        progress=lambda line: say(f"[raychaos] {line}"),
+        say=say,
+        wake=wake,
+    )
+    yield pool
     if problem := reaper.check():
         say(f"raychaos: {problem}")
-    client.close()
+    pool.close()
 
 
 @pytest.fixture(scope="session")
-def image_builder(docker_client: DockerClient, raychaos_settings: Settings) -> ImageBuilder:
-    """Builds Ray images on first use, once per session across xdist workers."""
+def docker_client(raychaos_engines: EnginePool) -> DockerClient:
+    """A Docker client for this process's engine: DOCKER_HOST (or the local socket), or with
+    several engines the one of its xdist worker. (After that engine was lost, the clusters of
+    later tests run elsewhere: ``cluster.backend.client`` is always theirs.)"""
+    return raychaos_engines.use(raychaos_engines.planned).client
+
+
+@pytest.fixture(scope="session")
+def image_builder(
+    docker_client: DockerClient, raychaos_settings: Settings, raychaos_engines: EnginePool
+) -> ImageBuilder:
+    """Builds Ray images on first use, once per session across xdist workers (or carries them
+    from another engine of the run)."""
     from chaos.backends.docker.images import BuildSettings, ImageBuilder
 
-    return ImageBuilder(
+    engine = raychaos_engines.owner_of(docker_client)
+    if engine is not None:
+        return engine.builder
+    return ImageBuilder(  # a docker_client of the user's own
         docker_client,
         BuildSettings(base_image=raychaos_settings.base_image or None),
         progress=lambda line: say(f"[raychaos] {line}"),
@@ -259,20 +281,25 @@ def cluster_spec(
 @pytest.fixture
 def ray_cluster_factory(
     request: pytest.FixtureRequest,
-    docker_client: DockerClient,
+    raychaos_engines: EnginePool,
     raychaos_identity: labels.RunIdentity,
-    image_builder: ImageBuilder,
     raychaos_settings: Settings,
     raychaos_workload_paths: tuple[Path, ...],
 ) -> Iterator[ClusterFactory]:
-    """Call it to boot clusters (custom specs, several per test); all are removed afterwards."""
+    """Call it to boot clusters (custom specs, several per test); all are removed afterwards.
+
+    They boot on this process's engine while it answers, else on the next engine that does.
+    """
+    engine = raychaos_engines.pick()
+    request.node.stash[ENGINE_KEY] = engine
     factory = ClusterFactory(
         request,
-        docker_client,
+        engine.client,
         raychaos_identity,
-        image_builder,
+        engine.builder,
         raychaos_settings,
         raychaos_workload_paths,
+        engine=engine,
     )
     yield factory
     factory.teardown(_failed(request.node))
@@ -285,14 +312,15 @@ def ray_cluster(ray_cluster_factory: ClusterFactory, cluster_spec: ClusterSpec) 
 
 
 @pytest.fixture
-def nemesis(ray_cluster: Cluster) -> Iterator[Nemesis]:
+def nemesis(request: pytest.FixtureRequest, ray_cluster: Cluster) -> Iterator[Nemesis]:
     """Faults on ``ray_cluster``; every fault still active is healed at teardown. One per
     test: the ``experiment`` fixture uses this same instance."""
     from chaos.nemesis.nemesis import Nemesis
 
     faults = Nemesis(ray_cluster)
     yield faults
-    faults.heal_all()
+    if not engine_lost_already(request.node):  # nothing to heal on an engine that is gone
+        faults.heal_all()
 
 
 @pytest.fixture
@@ -315,8 +343,10 @@ def experiment(
 
     try:
         yield kit
-        if INTERRUPTED.is_set():
-            return  # interrupted: no heal, postconditions or evidence; the clusters go now
+        if INTERRUPTED.is_set() or engine_lost_already(request.node):
+            # Interrupted: no heal, postconditions or evidence; the clusters go now. Engine
+            # lost: nothing to heal or check there; the test already ended broken.
+            return
         kit.nemesis.heal_all()
         if not _failed(request.node):
             # Labelled before the checks: a violated postcondition shows under its claim.
@@ -324,7 +354,7 @@ def experiment(
             kit.check_no_unexpected_death()
             kit.check_resources_settle()
     finally:
-        if INTERRUPTED.is_set():
+        if INTERRUPTED.is_set() or engine_lost_already(request.node):
             # Stopping the observer's stream takes seconds; removing the cluster ends it too.
             threading.Thread(target=observer.stop, name="observer-stop", daemon=True).start()
         else:

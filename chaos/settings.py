@@ -99,6 +99,27 @@ def _bool(raw: str) -> bool:
     raise SettingError(f"expected true or false, got {raw!r}")
 
 
+#: URL schemes docker-py connects to (``docker -H``'s spellings).
+_ENGINE_SCHEMES = ("unix", "tcp", "ssh", "http", "https")
+
+
+def _docker_hosts(raw: str) -> tuple[str, ...]:
+    """Docker engine URLs; empty means DOCKER_HOST, else the local socket
+    (:func:`chaos.backends.docker.engines.engine_urls`)."""
+    hosts = split_list(raw)
+    for host in hosts:
+        scheme, sep, rest = host.partition("://")
+        if not sep or scheme not in _ENGINE_SCHEMES or not rest.strip("/"):
+            raise SettingError(
+                "expected a Docker engine URL such as unix:///var/run/docker.sock, "
+                f"tcp://host:2376 or ssh://user@host, got {host!r}"
+            )
+    twice = sorted({h for h in hosts if hosts.count(h) > 1})
+    if twice:
+        raise SettingError(f"expected different engines, got {', '.join(twice)} more than once")
+    return tuple(hosts)
+
+
 def _image(raw: str) -> str:
     if raw and not re.match(r"^[\w./:@-]+$", raw):
         raise SettingError(
@@ -184,6 +205,18 @@ OPTIONS: tuple[Option, ...] = (
         _slots,
     ),
     Option(
+        "docker_hosts",
+        "--raychaos-docker-host",
+        "raychaos_docker_hosts",
+        "RAYCHAOS_DOCKER_HOSTS",
+        "",
+        "a Docker engine to run clusters on (unix://, tcp://, ssh://); repeat it to spread the "
+        "experiments over several engines, one per xdist worker (default: DOCKER_HOST, else "
+        "the local socket)",
+        _docker_hosts,
+        repeatable=True,
+    ),
+    Option(
         "keep",
         "--raychaos-keep",
         "raychaos_keep",
@@ -208,6 +241,8 @@ class Settings:
     boot_timeout: float = 180.0
     boot_slots: int = 0
     keep: bool = False
+    #: Engine URLs; empty: DOCKER_HOST, else the local socket (one engine).
+    docker_hosts: tuple[str, ...] = ()
     workload_paths: tuple[Path, ...] = ()
     #: Where each value came from ("--flag", "env VAR", "ini key", "default").
     sources: dict[str, str] = field(default_factory=dict)

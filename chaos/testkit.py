@@ -11,7 +11,7 @@ import itertools
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import pytest
 
@@ -25,6 +25,30 @@ if TYPE_CHECKING:
     from chaos.cluster.cluster import Cluster
     from chaos.settings import Settings
 
+
+class Engine(Protocol):
+    """The engine a test's clusters run on (:class:`chaos.backends.docker.engines.EngineUse`)."""
+
+    url: str
+    #: ``info()["ID"]`` (boot-slot locks) and ``info()["NCPU"]`` (boot slots).
+    id: str
+    cpus: int
+    #: Why the engine is taken as lost ("" while it answers).
+    lost: str
+
+    @property
+    def name(self) -> str: ...
+
+    def check(self) -> str | None:
+        """None while the engine answers; else why not (and it is lost from then on)."""
+        ...
+
+    def lost_error(self, during: str = "") -> ChaosError: ...
+
+
+#: The engine a test's clusters run on, set by the ``ray_cluster_factory`` fixture.
+ENGINE_KEY = pytest.StashKey[Engine]()
+
 #: Fixtures and markers whose use makes a test a raychaos test (and wakes the plugin up).
 FIXTURES = frozenset(
     {
@@ -37,6 +61,7 @@ FIXTURES = frozenset(
         "raychaos_settings",
         "raychaos_identity",
         "raychaos_session",
+        "raychaos_engines",
     }
 )
 MARKERS = ("cluster", "claim")
@@ -71,6 +96,20 @@ def ran_raychaos(item: pytest.Item) -> bool:
     return any(type(v).__module__.split(".", 1)[0] == __name__.split(".", 1)[0] for v in values)
 
 
+def engine_of(item: pytest.Item) -> str:
+    """The name of the engine ``item``'s clusters run on: the one it was given, else the one
+    its process is planned to use (the run's engines, its xdist worker)."""
+    engine = item.stash.get(ENGINE_KEY, None)
+    if engine is not None:
+        return engine.name
+    from chaos.backends.docker.engines import current_worker, display, engine_urls, planned_url
+    from chaos.keys import SETTINGS_KEY
+
+    settings = item.config.stash.get(SETTINGS_KEY, None)
+    urls = engine_urls(settings.docker_hosts if settings is not None else ())
+    return display(planned_url(urls, current_worker()))
+
+
 def spec_from_marker(
     marker: pytest.Mark | None, settings: Settings, ray_version: str | None = None
 ) -> ClusterSpec:
@@ -98,7 +137,13 @@ def spec_from_marker(
 
 
 class ClusterFactory:
-    """Boots clusters for one test and removes them afterwards (unless kept for a failure)."""
+    """Boots clusters for one test and removes them afterwards (unless kept for a failure).
+
+    With ``engine`` (a run spread over several engines) its boots take that engine's boot
+    slots — ``--raychaos-boot-slots``, else one per two of the engine's CPUs, keyed by its ID —
+    and a cluster on an engine that stopped answering is left to the reaper and the next
+    run's sweep instead of failing teardown a second time.
+    """
 
     def __init__(
         self,
@@ -108,6 +153,7 @@ class ClusterFactory:
         builder: ImageBuilder,
         settings: Settings,
         workload_paths: Sequence[Path],
+        engine: Engine | None = None,
     ) -> None:
         self.request = request
         self.client = client
@@ -115,6 +161,7 @@ class ClusterFactory:
         self.builder = builder
         self.settings = settings
         self.workload_paths = tuple(workload_paths)
+        self.engine = engine
         self.clusters: list[Cluster] = []
 
     def __call__(self, spec: ClusterSpec | None = None, **fields: Any) -> Cluster:
@@ -139,25 +186,45 @@ class ClusterFactory:
             test_id=self.request.node.nodeid,
             workload_paths=self.workload_paths,
         )
-        cluster = Cluster(spec, backend, boot_slots=self.settings.boot_slots or None)
+        if self.engine is None:
+            cluster = Cluster(spec, backend, boot_slots=self.settings.boot_slots or None)
+            self.clusters.append(cluster)
+            cluster.start()
+            return cluster
+        from chaos.cluster.boot_slots import engine_scope, slots_for_cpus
+
+        slots = self.settings.boot_slots or slots_for_cpus(self.engine.cpus or 2)
+        cluster = Cluster(spec, backend, boot_slots=slots)
         self.clusters.append(cluster)
-        cluster.start()
+        with engine_scope(self.engine.id):
+            cluster.start()
         return cluster
 
     def teardown(self, failed: bool) -> None:
         from chaos.backends.docker.sweep import keep
 
         errors: list[ChaosError] = []
+        if self.engine is not None and self.engine.lost:
+            keys = [str(getattr(c.backend, "key", "?")) for c in self.clusters]
+            if keys:
+                say(
+                    f"raychaos: engine {self.engine.name} is lost: left {', '.join(keys)} to "
+                    "the reaper and the next run's sweep"
+                )
+            return
         for cluster in reversed(self.clusters):
             key = getattr(cluster.backend, "key", None)
             if failed and self.settings.keep and key:
-                keep(key)
+                engine = self._elsewhere()
+                keep(key, self.engine.url if self.engine is not None else "")
                 hints = "\n".join(
                     f"  {line}" for line in cluster.backend.inspect_hints(cluster.head.name)
                 )
+                where = f"  (on engine {engine}: export DOCKER_HOST={engine} first)\n"
                 say(
                     f"raychaos: kept cluster {key} of failed {self.request.node.nodeid}:\n"
-                    f"{hints}\n  remove with: raychaos sweep --cluster {key}"
+                    f"{where if engine else ''}{hints}\n"
+                    f"  remove with: raychaos sweep --cluster {key}"
                     "  (every kept cluster: raychaos sweep --kept)"
                 )
                 continue
@@ -167,6 +234,14 @@ class ClusterFactory:
                 errors.append(exc)
         if errors:
             raise errors[0]
+
+    def _elsewhere(self) -> str:
+        """The engine's name when it is not the one DOCKER_HOST names ("" when it is)."""
+        if self.engine is None:
+            return ""
+        from chaos.backends.docker.engines import default_url
+
+        return "" if self.engine.url == default_url() else self.engine.name
 
 
 #: The running session's config, for :func:`say` (set by the plugin at configure time).

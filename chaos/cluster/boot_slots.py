@@ -10,14 +10,23 @@ faster overall than booting all and retrying.
 
 Slots are lock files in the cache directory; the OS drops a lock when its process dies, so a
 killed run never holds a slot.
+
+Per engine: a run spread over several Docker engines (:mod:`chaos.backends.docker.engines`)
+counts slots on each engine from that engine's CPUs (:func:`slots_for_cpus`), in a directory
+keyed by the engine's ID (``info()["ID"]``), so every process booting on one engine — any
+xdist worker, any run on this host — queues for the same slots, and engines never wait for
+each other. The engine of a boot is set around it with :func:`engine_scope` (the pytest
+fixtures do); without one the slots are this machine's, as before.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import re
 import time
 from collections.abc import Iterator
+from contextvars import ContextVar
 from pathlib import Path
 
 import filelock
@@ -29,14 +38,51 @@ from chaos.errors import ClusterBootTimeout
 MAX_QUEUE_S = 1800.0
 
 
-def default_slots() -> int:
+#: The engine ID whose slots a boot takes ("" = this machine's), set by :func:`engine_scope`.
+_ENGINE: ContextVar[str] = ContextVar("raychaos_boot_engine", default="")
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
+
+
+def slots_for_cpus(cpus: int) -> int:
     """One booting cluster per two cores (at least one)."""
-    return max(1, (os.cpu_count() or 2) // 2)
+    return max(1, cpus // 2)
+
+
+def default_slots() -> int:
+    """One booting cluster per two cores of this machine (at least one)."""
+    return slots_for_cpus(os.cpu_count() or 2)
 
 
 @contextlib.contextmanager
-def boot_slot(directory: Path, slots: int, max_queue_s: float = MAX_QUEUE_S) -> Iterator[float]:
-    """Hold one of ``slots`` boot slots; yields the seconds spent queueing for it."""
+def engine_scope(engine_id: str) -> Iterator[None]:
+    """Boots inside this block take the slots of the engine ``engine_id``."""
+    token = _ENGINE.set(engine_id)
+    try:
+        yield
+    finally:
+        _ENGINE.reset(token)
+
+
+def slot_directory(directory: Path, engine_id: str) -> Path:
+    """Where the slot locks of ``engine_id`` live (``directory`` itself for no engine)."""
+    if not engine_id:
+        return directory
+    return directory / ("engine-" + _UNSAFE.sub("-", engine_id).strip("-"))
+
+
+@contextlib.contextmanager
+def boot_slot(
+    directory: Path,
+    slots: int,
+    max_queue_s: float = MAX_QUEUE_S,
+    engine_id: str | None = None,
+) -> Iterator[float]:
+    """Hold one of ``slots`` boot slots; yields the seconds spent queueing for it.
+
+    The slots are those of ``engine_id`` (default: the :func:`engine_scope` in effect).
+    """
+    engine_id = _ENGINE.get() if engine_id is None else engine_id
+    directory = slot_directory(directory, engine_id)
     directory.mkdir(parents=True, exist_ok=True)
     locks = [filelock.FileLock(str(directory / f"boot-slot-{i}.lock")) for i in range(slots)]
     started = time.monotonic()
@@ -56,9 +102,10 @@ def boot_slot(directory: Path, slots: int, max_queue_s: float = MAX_QUEUE_S) -> 
             reraise=True,
         )(take_one)
     except filelock.Timeout:
+        where = f"engine {engine_id}" if engine_id else "this machine"
         raise ClusterBootTimeout(
             f"waited {max_queue_s:.0f} s for one of {slots} boot slot(s) in {directory}: "
-            "other clusters on this machine kept booting",
+            f"other clusters on {where} kept booting",
             hint="raise --raychaos-boot-slots, or run fewer xdist workers",
         ) from None
     try:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import pytest
 
 from chaos.report.claims import PARAMETER, claim_labels, claim_links
-from chaos.testkit import ran_raychaos, uses_raychaos
+from chaos.testkit import engine_of, ran_raychaos, uses_raychaos
 
 __all__ = ["ran_raychaos", "uses_raychaos"]
 
@@ -35,7 +35,7 @@ def story_of(item: pytest.Item) -> str:
 class ItemLabels:
     """What a raychaos test carries in Allure beyond what allure-pytest gives every test."""
 
-    #: (name, value) labels: epic, features, severity, story, claims.
+    #: (name, value) labels: epic, features, severity, story, claims, and the engine.
     labels: tuple[tuple[str, str], ...]
     #: (url, name) documentation links.
     links: tuple[tuple[str, str], ...]
@@ -43,11 +43,19 @@ class ItemLabels:
     ray_version: str
 
 
+#: The Allure label naming the Docker engine a test's clusters ran on (its URL, no password).
+ENGINE_LABEL = "engine"
+
+
 def labels_of(item: pytest.Item, ray_version: str) -> ItemLabels:
-    """The labels, links and parameter of raychaos test ``item`` (see :func:`uses_raychaos`)."""
+    """The labels, links and parameter of raychaos test ``item`` (see :func:`uses_raychaos`).
+
+    The engine is the one the test's clusters were given, else the one its process is planned
+    to boot on (at collection, which the crash result of a dead worker is built from).
+    """
     claims = claims_of(item)
     return ItemLabels(
-        labels=tuple(claim_labels(claims, story_of(item))),
+        labels=(*claim_labels(claims, story_of(item)), (ENGINE_LABEL, engine_of(item))),
         links=tuple(claim_links(claims)),
         ray_version=ray_version,
     )

@@ -66,6 +66,8 @@ class RunInfo:
     image: str
     xdist_workers: int
     root: Path
+    #: The run's Docker engines (URLs); empty: DOCKER_HOST, else the local socket.
+    engines: tuple[str, ...] = ()
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> RunInfo:
@@ -83,6 +85,7 @@ class RunInfo:
             image=settings.image or ray_image_tag(settings.ray_version, "3.11"),
             xdist_workers=int(workers or 0),
             root=config.rootpath,
+            engines=settings.docker_hosts,
         )
 
 
@@ -123,14 +126,16 @@ def _git(root: Path, *args: str) -> str | None:
     return done.stdout.strip() if done.returncode == 0 else None
 
 
-def _docker_properties(image: str) -> dict[str, str]:
-    """Docker server and the Ray images present (tag → id, digests when pulled)."""
+def _docker_properties(image: str, url: str | None = None) -> dict[str, str]:
+    """Docker server (of engine ``url``; None: DOCKER_HOST's) and the Ray images present
+    (tag → id, digests when pulled)."""
     from chaos import labels
     from chaos.backends.docker.client import connect
+    from chaos.backends.docker.engines import default_url, display
     from chaos.errors import ChaosError
 
     try:
-        client = connect(timeout=10)
+        client = connect(timeout=10, url=url)
     except ChaosError as exc:
         return {"docker.server": f"unavailable: {exc.message}"}
     props: dict[str, str] = {}
@@ -141,7 +146,7 @@ def _docker_properties(image: str) -> dict[str, str]:
             f"{version.get('Version')} (API {version.get('ApiVersion')}, "
             f"{info.get('OperatingSystem')}, {version.get('Arch')})"
         )
-        props["docker.host"] = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
+        props["docker.host"] = display(url or default_url())
         props["docker.host.cpus"] = str(info.get("NCPU"))
         props["docker.host.memory"] = _gib(info.get("MemTotal"))
         images = list(client.images.list(filters={"label": f"{labels.IMAGE_KIND}=ray"}))
@@ -156,6 +161,34 @@ def _docker_properties(image: str) -> dict[str, str]:
                 props[f"image.{tag}"] = shown
     finally:
         client.close()
+    return props
+
+
+def _engine_properties(urls: tuple[str, ...], workers: int) -> dict[str, str]:
+    """With several engines: ``engine.<i>`` = URL, server, CPUs, ID and the workers on it."""
+    from chaos.backends.docker.client import connect
+    from chaos.backends.docker.engines import assignment, describe_server, display
+    from chaos.errors import ChaosError
+
+    props: dict[str, str] = {"engines": ", ".join(display(u) for u in urls)}
+    placed = assignment(urls, workers)
+    for index, url in enumerate(urls):
+        who = ", ".join(placed[url]) or "no worker"
+        try:
+            client = connect(timeout=10, url=url)
+        except ChaosError as exc:
+            props[f"engine.{index}"] = f"{display(url)} (unavailable: {exc.message}; {who})"
+            continue
+        try:
+            info = client.info()
+            server = describe_server(info, str(client.version().get("Version") or ""))
+            props[f"engine.{index}"] = (
+                f"{display(url)} ({server}, ID {info.get('ID')}, workers {who})"
+            )
+        except Exception as exc:  # noqa: BLE001 - docker-py and requests raise many types
+            props[f"engine.{index}"] = f"{display(url)} (unavailable: {exc!r:.200}; {who})"
+        finally:
+            client.close()
     return props
 
 
@@ -182,10 +215,14 @@ def environment(info: RunInfo, versions: set[str]) -> dict[str, str]:
     if commit:
         dirty = _git(info.root, "status", "--porcelain", "--untracked-files=no")
         props["git.commit"] = commit + (" (uncommitted changes)" if dirty else "")
+    urls = info.engines
     try:
-        props.update(_docker_properties(info.image))
+        # docker.*: the run's first engine (the only one, unless several were given).
+        props.update(_docker_properties(info.image, urls[0] if urls else None))
     except Exception as exc:  # noqa: BLE001 - docker-py and requests raise many types
         props["docker.server"] = f"unavailable: {exc!r}"
+    if len(urls) > 1:
+        props.update(_engine_properties(urls, info.xdist_workers))
     return props
 
 

@@ -126,7 +126,7 @@ def test_engine_dies(ray_cluster_factory):
     raise DockerUnavailable("exec true in head failed: lost the Docker daemon (refused)")
 
 
-@pytest.mark.xfail(strict=True, reason="FINDING: a recorded finding")
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason="FINDING: a recorded finding")
 def test_finding_on_a_dead_engine(ray_cluster_factory):
     raise AssertionError("the outcome the finding expects")
 

@@ -11,22 +11,22 @@ import pytest
 
 HANDLERS = """
 import os, signal, sys
-from chaos import plugin
+from chaos import interrupts, plugin
 
 mine = lambda signum, frame: None
 if sys.argv[1] == "foreign":
     signal.signal(signal.SIGTERM, mine)
-plugin._install_sigterm_handler()
-plugin._install_sigterm_handler()  # twice: still one handler, no chain
+interrupts.install_handlers()
+interrupts.install_handlers()  # twice: still one handler, no chain
 print(signal.getsignal(signal.SIGTERM) is mine, end=" ")
 for signum in (signal.SIGINT, signal.SIGTERM):
-    plugin.INTERRUPTED.clear()
+    interrupts.INTERRUPTED.clear()
     try:
         os.kill(os.getpid(), signum)
         signal.sigtimedwait([], 0) if hasattr(signal, "sigtimedwait") else None
         print("ignored", end=" ")
     except KeyboardInterrupt:
-        print("interrupt" if plugin.INTERRUPTED.is_set() else "unflagged", end=" ")
+        print("interrupt" if interrupts.INTERRUPTED.is_set() else "unflagged", end=" ")
 """
 
 
@@ -96,10 +96,10 @@ def nemesis(ray_cluster):
 """
 
 INTERRUPTED_TEST = """
-from chaos import plugin
+from chaos import interrupts, plugin
 
 def test_interrupted(experiment):
-    plugin.INTERRUPTED.set()  # what the handlers do on SIGINT/SIGTERM
+    interrupts.INTERRUPTED.set()  # what the handlers do on SIGINT/SIGTERM
     raise KeyboardInterrupt
 """
 

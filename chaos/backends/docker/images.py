@@ -5,6 +5,12 @@ be pulled, otherwise one made from Debian packages (debootstrap → ``docker imp
 tagged ``raychaos/ray:<ray>-py<python>`` and labelled with a hash of the recipe, so an unchanged
 recipe is never rebuilt; a file lock makes one build serve every xdist worker.
 
+Several engines (:mod:`chaos.backends.docker.engines`): an engine that lacks an image gets it
+from another engine of the run that has it, current, by ``docker save`` / ``docker load``
+through the API (:func:`carry`, the base image along with it, so the recipe hash — which
+includes the base image's id — is the same on both), and the loaded image's ``raychaos.recipe``
+label is checked; only when no engine has it is it built. No registry either way.
+
 Every step that can hang is bounded (``pip download``, ``debootstrap``, ``tar``, ``docker
 build``, and the wait for another process's build lock): a hang becomes one
 :class:`ImageBuildError` naming the step, its bound and what to try, never a silent stall of
@@ -23,14 +29,14 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from chaos import labels
 from chaos.backends.docker.client import call, translated
-from chaos.errors import ImageBuildError
+from chaos.errors import ChaosError, ImageBuildError
 from chaos.resources import default_cache_dir, fixtures_path
 
 if TYPE_CHECKING:
@@ -65,12 +71,26 @@ TAR_TIMEOUT_S = 300.0
 #: `docker build` of the Ray image: a --no-index pip install of the wheelhouse and two layer
 #: commits (~1.5 min here).
 DOCKER_BUILD_TIMEOUT_S = 900.0
+#: Carrying an image from one engine to another (``docker save`` streamed into ``docker
+#: load`` through this host): the Ray image and its base are ~1.5 GB, 30 min is ~1 MB/s.
+TRANSFER_TIMEOUT_S = 1800.0
 #: The longest a process waits for another's build lock: the longest build it may wait for
-#: (base image, wheelhouse, docker build, one after the other) plus 5 min for `docker import`
-#: and the daemon's slack. A holder that hangs longer is hung: its own bounds have expired.
+#: (a transfer that fails, then base image, wheelhouse, docker build, one after the other) plus
+#: 5 min for `docker import` and the daemon's slack. A holder that hangs longer is hung: its
+#: own bounds have expired.
 LOCK_WAIT_S = (
-    DEBOOTSTRAP_TIMEOUT_S + TAR_TIMEOUT_S + PIP_DOWNLOAD_TIMEOUT_S + DOCKER_BUILD_TIMEOUT_S + 300.0
+    TRANSFER_TIMEOUT_S
+    + DEBOOTSTRAP_TIMEOUT_S
+    + TAR_TIMEOUT_S
+    + PIP_DOWNLOAD_TIMEOUT_S
+    + DOCKER_BUILD_TIMEOUT_S
+    + 300.0
 )
+#: Connecting to an engine for a transfer (it answered a moment ago).
+CONNECT_TIMEOUT_S = 30.0
+#: Bytes per read of a transfer, and how often (bytes) it reports progress.
+TRANSFER_CHUNK = 1 << 20
+TRANSFER_REPORT_EVERY = 256 << 20
 
 
 def debian_mirror_from_env() -> str:
@@ -111,16 +131,25 @@ class ImageBuilder:
         client: docker.DockerClient,
         settings: BuildSettings | None = None,
         progress: Progress = stderr_progress,
+        *,
+        engine: str = "",
+        donors: Callable[[], Sequence[ImageBuilder]] | None = None,
     ) -> None:
         self.client = client
         self.settings = settings or BuildSettings()
         self.progress = progress
+        #: The engine's name in progress lines ("" for the one engine of DOCKER_HOST).
+        self.engine = engine
+        #: Builders of the run's other engines: images are carried from them before a build.
+        self.donors = donors
 
     # -- public -------------------------------------------------------------------------
     def ensure(self, ray_version: str, python: str = DEBIAN_PYTHON) -> str:
         """Return the tag of an image with ``ray[default]==ray_version``, building it if needed."""
         tag = ray_image_tag(ray_version, python)
         with self.locked(tag):
+            if self.donors is not None:
+                carry_from_donors(self, tag, ray_version, python)
             base = self.ensure_base(python)
             recipe = self._recipe_hash(ray_version, python, base)
             if self.current(tag, recipe):
@@ -271,17 +300,8 @@ class ImageBuilder:
 
     # -- steps ----------------------------------------------------------------------------
     def _debian_base(self) -> str:
-        packages_file = fixtures_path("image", "base-packages.txt")
-        packages = [
-            line.strip()
-            for line in packages_file.read_text().splitlines()
-            if line.strip() and not line.startswith("#")
-        ]
-        # The tag names what is installed, not where it came from: a mirror serves the same
-        # signed packages, so setting RAYCHAOS_DEBIAN_MIRROR rebuilds nothing (the default
-        # mirror stays in the digest so the tags of earlier builds still match).
-        digest = _digest([DEBIAN_SUITE, DEFAULT_MIRROR, *packages])
-        tag = f"raychaos/base:{DEBIAN_SUITE}-{digest}"
+        packages = base_packages()
+        tag = debian_base_tag()
         if self.present(tag):
             return tag
         debootstrap = shutil.which("debootstrap")
@@ -401,6 +421,161 @@ class ImageBuilder:
             self.client.images.prune(
                 filters={"dangling": True, "label": f"{labels.IMAGE_KIND}=build-stage"}
             )
+
+
+def carry_from_donors(builder: ImageBuilder, tag: str, ray_version: str, python: str) -> bool:
+    """Load ``tag`` (Ray ``ray_version`` on ``python``) and its base into ``builder``'s engine
+    from another engine of the run that has both, current, unless this engine has it current
+    already; True when carried.
+
+    The base comes along so that it has the same id here, hence the same recipe hash; the
+    loaded image's ``raychaos.recipe`` label is checked against the hash computed here. A
+    donor that does not answer, or a transfer that fails, means a build instead.
+    """
+    here = present_base(builder, python)
+    if here is not None and builder.current(tag, builder._recipe_hash(ray_version, python, here)):
+        return False
+    for donor in builder.donors() if builder.donors is not None else ():
+        try:
+            base = present_base(donor, python)
+            if base is None:
+                continue
+            recipe = donor._recipe_hash(ray_version, python, base)
+            if not donor.current(tag, recipe):
+                continue
+        except ChaosError as exc:
+            builder.progress(f"{donor.engine or 'an engine'} cannot give {tag}: {exc.message}")
+            continue
+        where = f" from {donor.engine} to {builder.engine}" if builder.engine else ""
+        builder.progress(f"carrying {tag} and {base}{where} (docker save | docker load)")
+        try:
+            size, took = carry(donor.client, builder.client, [base, tag], builder.progress)
+        except ChaosError as exc:
+            builder.progress(f"carrying {tag} failed ({exc.message}); building it instead")
+            return False
+        loaded = builder._label_of(tag)
+        expected = builder._recipe_hash(ray_version, python, base)
+        if loaded != recipe or expected != recipe:
+            builder.progress(
+                f"carried {tag} has recipe {loaded}, expected {expected}: building it here"
+            )
+            return False
+        builder.progress(
+            f"carried {tag}{where}: {size / 2**30:.2f} GiB in {took:.0f} s, "
+            f"{labels.IMAGE_RECIPE}={recipe} checked"
+        )
+        return True
+    return False
+
+
+def present_base(builder: ImageBuilder, python: str = DEBIAN_PYTHON) -> str | None:
+    """The base image :meth:`ImageBuilder.ensure_base` would use, if it is on ``builder``'s
+    engine already (None: it would pull or make one)."""
+    configured = builder.settings.base_image
+    if configured and builder.present(configured):
+        return configured
+    if python != DEBIAN_PYTHON:
+        return None
+    tag = debian_base_tag()
+    return tag if builder.present(tag) else None
+
+
+def base_packages() -> list[str]:
+    packages_file = fixtures_path("image", "base-packages.txt")
+    return [
+        line.strip()
+        for line in packages_file.read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    ]
+
+
+def debian_base_tag() -> str:
+    """The tag of the Debian base image: it names what is installed, not where it came from.
+
+    A mirror serves the same signed packages, so setting RAYCHAOS_DEBIAN_MIRROR rebuilds
+    nothing (the default mirror stays in the digest so the tags of earlier builds still match).
+    """
+    digest = _digest([DEBIAN_SUITE, DEFAULT_MIRROR, *base_packages()])
+    return f"raychaos/base:{DEBIAN_SUITE}-{digest}"
+
+
+def carry(
+    source: docker.DockerClient,
+    target: docker.DockerClient,
+    refs: Sequence[str],
+    progress: Progress = stderr_progress,
+    bound_s: float = TRANSFER_TIMEOUT_S,
+) -> tuple[int, float]:
+    """``docker save refs`` on ``source`` streamed into ``docker load`` on ``target`` through
+    this host (no file, no registry); returns (bytes carried, seconds).
+
+    One archive for all ``refs``: layers they share travel once. Image ids are content
+    addresses, so every loaded image has the id (and the labels) it had on ``source``. Bounded
+    by ``bound_s`` overall; a failure is one :class:`ImageBuildError` naming both ends.
+    """
+    import docker.errors
+    import requests
+
+    started = time.monotonic()
+    deadline = started + bound_s
+    sent = 0
+    what = f"carrying {', '.join(refs)}"
+
+    def chunks(response: Any) -> Iterator[bytes]:
+        nonlocal sent
+        reported = 0
+        for chunk in response.iter_content(TRANSFER_CHUNK, False):
+            sent += len(chunk)
+            if sent - reported >= TRANSFER_REPORT_EVERY:
+                reported = sent
+                progress(f"{what}: {sent / 2**30:.2f} GiB in {time.monotonic() - started:.0f} s")
+            if time.monotonic() > deadline:
+                raise ImageBuildError(
+                    f"{what} did not finish within {bound_s:.0f} s (TRANSFER_TIMEOUT_S) after "
+                    f"{sent / 2**20:.0f} MiB",
+                    hint="check the link between this host and both engines, or build the image "
+                    "on the slow engine (`DOCKER_HOST=… raychaos image build`)",
+                )
+            yield chunk
+
+    # docker-py's request helpers take a per-call timeout; its public methods do not.
+    save_api: Any = source.api
+    load_api: Any = target.api
+    try:
+        # docker-py's get_image() names one image; the API's /images/get takes several.
+        # The engine exports every layer before the first byte: the read timeout is the bound.
+        saved = save_api._get(
+            save_api._url("/images/get"),
+            params={"names": list(refs)},
+            stream=True,
+            timeout=(CONNECT_TIMEOUT_S, bound_s),
+        )
+        save_api._raise_for_status(saved)
+        try:
+            loaded = load_api._post(
+                load_api._url("/images/load"),
+                data=chunks(saved),
+                params={"quiet": "1"},
+                stream=True,
+                timeout=(CONNECT_TIMEOUT_S, bound_s),
+            )
+            load_api._raise_for_status(loaded)
+            for line in load_api._stream_helper(loaded, decode=True):
+                if isinstance(line, dict) and line.get("error"):
+                    raise ImageBuildError(f"{what}: docker load said {line['error']}")
+        finally:
+            saved.close()
+    except docker.errors.APIError as exc:
+        raise ImageBuildError(
+            f"{what} failed: {exc.explanation or exc}",
+            hint="check free disk on the receiving engine (`docker system df`)",
+        ) from exc
+    except (docker.errors.DockerException, requests.exceptions.RequestException) as exc:
+        raise ImageBuildError(
+            f"{what} failed after {sent / 2**20:.0f} MiB: {str(exc).splitlines()[0][:300]}",
+            hint="check that both engines still answer (`docker -H URL info`)",
+        ) from exc
+    return sent, time.monotonic() - started
 
 
 def debootstrap_archive(debootstrap: str, packages: list[str], work: Path, mirror: str) -> Path:

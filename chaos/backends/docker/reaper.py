@@ -17,9 +17,11 @@ chaos.backends.docker.reaper``, a small host process of its own that
   (``sweep.kept_dir()``), looks again until a pass finds nothing (bounded), and exits.
 
 After a normal end the owner's teardown has removed everything, so the reaper lists, finds
-nothing and exits within about a second; the owner never waits for it. It talks to the same
-engine: it inherits the environment (``DOCKER_HOST``, TLS settings) and uses
-:func:`chaos.backends.docker.client.connect`, connecting only when there is work.
+nothing and exits within about a second; the owner never waits for it. It talks to the engine
+it is given (``--engine URL``, one reaper per engine a process uses; without it the engine of
+``DOCKER_HOST``): it inherits the environment (TLS settings, ssh configuration) and uses
+:func:`chaos.backends.docker.client.connect`, connecting only when there is work. It runs on
+the machine of the process it watches, whichever machine the engine is on.
 
 Why a host process and not a container (testcontainers' Ryuk): a reaper container needs the
 Docker socket mounted — root on the host handed to a container — and docker-py inside an
@@ -32,6 +34,7 @@ session); then :mod:`chaos.backends.docker.sweep` is the net, on the next run on
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
 import signal
 import subprocess
@@ -76,7 +79,8 @@ OWNER_KEYS = (
 )
 _FLAGS = {key: "--" + key.removeprefix(labels.PREFIX) for key in OWNER_KEYS}
 
-_started: dict[int, subprocess.Popen[bytes]] = {}
+#: (owner PID, engine URL or "") → its reaper.
+_started: dict[tuple[int, str], subprocess.Popen[bytes]] = {}
 
 
 # -- the decision ---------------------------------------------------------------------------
@@ -188,15 +192,18 @@ def cleanup(
 
 
 # -- the owner's side -----------------------------------------------------------------------
-def start(run_id: str = "") -> subprocess.Popen[bytes] | None:
-    """Start this process's reaper (once per process); None when it cannot be started."""
+def start(run_id: str = "", engine: str | None = None) -> subprocess.Popen[bytes] | None:
+    """Start this process's reaper for ``engine`` (a URL; None: the engine of DOCKER_HOST),
+    once per process and engine; None when it cannot be started."""
     pid = os.getpid()
-    if pid in _started:
-        return _started[pid]
+    if (pid, engine or "") in _started:
+        return _started[(pid, engine or "")]
     owner = owner_of(labels.owner_labels(pid))
     if not nameable(owner):
         return None  # /proc cannot name this process exactly: only the sweep can help
     argv = [sys.executable, "-m", MODULE, "--run", run_id]
+    if engine:
+        argv += ["--engine", engine]
     for key in OWNER_KEYS:
         argv += [_FLAGS[key], owner[key]]
     # A checkout imported through sys.path is put on the child's path too; an installed
@@ -204,7 +211,7 @@ def start(run_id: str = "") -> subprocess.Popen[bytes] | None:
     root = Path(__file__).resolve().parents[3]
     extra = "" if root.name in ("site-packages", "dist-packages") else str(root)
     path = os.pathsep.join(p for p in (extra, os.environ.get("PYTHONPATH", "")) if p)
-    log = _log_path(owner)
+    log = _log_path(owner, engine)
     try:
         log.parent.mkdir(parents=True, exist_ok=True)
         output = log.open("ab")
@@ -225,24 +232,35 @@ def start(run_id: str = "") -> subprocess.Popen[bytes] | None:
             )
     except OSError:
         return None
-    _started[pid] = proc
+    _started[(pid, engine or "")] = proc
     return proc
 
 
 def check() -> str | None:
-    """At the owner's session end: collect a reaper that exited early (no zombie) and say so."""
-    proc = _started.get(os.getpid())
-    if proc is None or proc.poll() is None:
-        return None
-    return f"the reaper (pid {proc.pid}) exited early with {proc.returncode}; see {_log_dir()}"
+    """At the owner's session end: collect reapers that exited early (no zombie), say so."""
+    pid = os.getpid()
+    early = [
+        f"the reaper (pid {proc.pid}{f', engine {engine}' if engine else ''}) exited early "
+        f"with {proc.returncode}"
+        for (owner, engine), proc in _started.items()
+        if owner == pid and proc.poll() is not None
+    ]
+    return f"{'; '.join(early)}; see {_log_dir()}" if early else None
 
 
 def _log_dir() -> Path:
     return default_cache_dir() / "reaper"
 
 
-def _log_path(owner: Mapping[str, str]) -> Path:
-    return _log_dir() / f"{owner[labels.OWNER_PID]}-{owner[labels.OWNER_START]}.log"
+def _log_path(owner: Mapping[str, str], engine: str | None = None) -> Path:
+    """``<pid>-<start>.log``; a reaper of an engine other than DOCKER_HOST's adds a short
+    digest of the engine's URL (one process may have a reaper per engine)."""
+    from chaos.backends.docker.engines import default_url
+
+    stem = f"{owner[labels.OWNER_PID]}-{owner[labels.OWNER_START]}"
+    if engine and engine != default_url():
+        stem += "-" + hashlib.sha256(engine.encode()).hexdigest()[:8]
+    return _log_dir() / f"{stem}.log"
 
 
 # -- the reaper's side ----------------------------------------------------------------------
@@ -251,6 +269,7 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     for key in OWNER_KEYS:
         parser.add_argument(_FLAGS[key], dest=key, required=key != labels.OWNER_MACHINE)
     parser.add_argument("--run", default="")
+    parser.add_argument("--engine", default="", help="the engine's URL (default: DOCKER_HOST)")
     parser.add_argument("--log", type=Path, default=None)
     parser.add_argument("--poll", type=float, default=POLL_S)
     return parser.parse_args(argv)
@@ -285,7 +304,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, on_term)
     _prune_logs(args.log)
-    _say(f"watching pid {watched.pid} (run {args.run or '?'}, parent: {watched.direct})")
+    engine = args.engine or None
+    _say(
+        f"watching pid {watched.pid} (run {args.run or '?'}, parent: {watched.direct}, "
+        f"engine {engine or 'of DOCKER_HOST'})"
+    )
     idle = threading.Event()  # never set: a sleep that signals can interrupt
     while not watched.gone():
         if terminated and time.monotonic() - terminated[0] > TERM_GRACE_S:
@@ -295,7 +318,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     _say(f"owner {watched.pid} is gone: removing its objects")
     from chaos.backends.docker.client import connect
 
-    result = cleanup(lambda: connect(timeout=REMOVE_TIMEOUT_S), owner, _say)
+    result = cleanup(lambda: connect(timeout=REMOVE_TIMEOUT_S, url=engine), owner, _say)
     if result.skipped_kept:
         _say(f"left {result.skipped_kept} object(s) of clusters kept for inspection")
     if result.failed or result.gave_up:

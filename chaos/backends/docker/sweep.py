@@ -9,6 +9,10 @@ PID namespaces, unreadable /proc, older labels that prove nothing. Clusters kept
 (``--raychaos-keep``) are kept until ``raychaos sweep --kept`` (or ``--cluster KEY``);
 ``raychaos sweep --all`` removes every raychaos object, live runs included.
 
+Per engine: a sweep looks at the one engine it is given (a run spread over several engines
+sweeps each on first use, :mod:`chaos.backends.docker.engines`). A kept cluster's marker names
+its engine, so sweeping one engine never forgets the markers of clusters kept on another.
+
 Removal helpers live here too: parallel, each engine call bounded, "already gone" is success.
 """
 
@@ -47,9 +51,22 @@ def kept_dir() -> Path:
     return default_cache_dir() / "kept"
 
 
-def keep(cluster_key: str) -> None:
+def keep(cluster_key: str, engine: str = "") -> None:
+    """Mark ``cluster_key`` kept for inspection; the marker names its engine (URL; "" for the
+    engine of DOCKER_HOST)."""
     kept_dir().mkdir(parents=True, exist_ok=True)
-    (kept_dir() / cluster_key).touch()
+    (kept_dir() / cluster_key).write_text(engine)
+
+
+def engine_of_marker(cluster_key: str) -> str:
+    """The engine a kept cluster is on (markers without one: the engine of DOCKER_HOST)."""
+    from chaos.backends.docker.engines import default_url
+
+    try:
+        recorded = (kept_dir() / cluster_key).read_text().strip()
+    except OSError:
+        recorded = ""
+    return recorded or default_url()
 
 
 def kept_clusters() -> set[str]:
@@ -204,9 +221,12 @@ def sweep(
     kept_only: bool = False,
     cluster: str | None = None,
     here: labels.Here | None = None,
+    engine: str | None = None,
 ) -> SweepReport:
     """Remove the objects of dead owners (default), of kept clusters (``kept_only``), of one
-    cluster (``cluster``), or every raychaos object (``everything``)."""
+    cluster (``cluster``), or every raychaos object (``everything``) on the engine of
+    ``client`` — whose URL is ``engine`` (None: the engine of DOCKER_HOST), so that only
+    markers of clusters kept on it are forgotten."""
     here = here or labels.Here.current()
     kept = kept_clusters()
     report = SweepReport()
@@ -225,7 +245,11 @@ def sweep(
             report.kept[reason] += 1
     report.removed, report.failed = remove_leftovers(doomed)
     if cluster is None:
-        _forget_markers(kept, found, report, everything=everything, kept_only=kept_only)
+        from chaos.backends.docker.engines import default_url
+
+        here_engine = engine or default_url()
+        mine = {key for key in kept if engine_of_marker(key) == here_engine}
+        _forget_markers(mine, found, report, everything=everything, kept_only=kept_only)
     elif not report.failed:
         unkeep(cluster)
     return report
