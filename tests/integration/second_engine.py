@@ -12,7 +12,8 @@ have one ID). Networking is kept out of the first engine's way:
   running here. raychaos's networks are ``internal`` and the host has no address on them
   (``inhibit_ipv4``), so without a route in or out nothing else is needed; the faults'
   iptables rules live inside the containers' own network namespaces.
-- ``--bridge none``: no default bridge (raychaos creates its own networks);
+- ``--bridge raychaos-e2``: a default bridge of its own (``--bridge none`` makes dockerd delete
+  the host's ``docker0``, which the main engine's builds need);
   ``--default-address-pool`` on 10.213.0.0/16, apart from the first engine's ranges.
 
 Used by ``tests/integration/test_engines.py`` (a session fixture) and runnable by hand or from
@@ -107,8 +108,11 @@ class SecondEngine:
             str(self.pidfile),
             "--config-file",
             str(self.base / "daemon.json"),
+            # A default bridge of its own: `--bridge none` makes dockerd delete the host's
+            # docker0 at start (daemon_unix.go removeDefaultBridgeInterface), breaking the
+            # main engine's builds.
             "--bridge",
-            "none",
+            OWN_BRIDGE,
             "--iptables=false",
             "--ip-masq=false",
             "--default-address-pool",
@@ -131,6 +135,8 @@ class SecondEngine:
         if self.storage_driver:
             config["storage-driver"] = self.storage_driver
         (self.base / "daemon.json").write_text(json.dumps(config))
+        _own_bridge()
+        self.bridges.add(OWN_BRIDGE)
         started = time.monotonic()
         with self.log.open("ab") as log:
             proc = subprocess.Popen(
@@ -251,8 +257,8 @@ class SecondEngine:
                 except docker.errors.DockerException as exc:
                     problems.append(f"container {container.name}: {exc}")
             for network in client.networks.list():
-                if network.attrs.get("Driver") != "bridge":
-                    continue  # none, host: the daemon's own
+                if network.attrs.get("Driver") != "bridge" or network.name == "bridge":
+                    continue  # none, host, the default bridge: the daemon's own
                 self.bridges.add(_bridge_of(network.attrs))
                 try:
                     network.remove()
@@ -306,6 +312,19 @@ class SecondEngine:
         with contextlib.suppress(OSError):
             return " | ".join(self.log.read_text(errors="replace").splitlines()[-5:])
         return "(no log)"
+
+
+#: The second engine's default bridge and its address (outside both engines' pools).
+OWN_BRIDGE = "raychaos-e2"
+OWN_BRIDGE_CIDR = "10.214.0.1/24"
+
+
+def _own_bridge() -> None:
+    """Create the second engine's default bridge (dockerd needs a named bridge to exist)."""
+    if not Path("/sys/class/net", OWN_BRIDGE).exists():
+        subprocess.run(["ip", "link", "add", OWN_BRIDGE, "type", "bridge"], check=True)
+        subprocess.run(["ip", "addr", "add", OWN_BRIDGE_CIDR, "dev", OWN_BRIDGE], check=True)
+    subprocess.run(["ip", "link", "set", OWN_BRIDGE, "up"], check=True)
 
 
 def _bridge_of(attrs: dict[str, object]) -> str:
