@@ -4,7 +4,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Generator
+import contextlib
+from collections.abc import Generator, Iterator
 from typing import Any
 
 import pytest
@@ -82,36 +83,33 @@ def engine_lost_already(item: pytest.Item) -> bool:
     return engine is not None and bool(engine.lost)
 
 
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_setup(item: pytest.Item) -> Generator[None, None, None]:
+@contextlib.contextmanager
+def _lost_engine_instead(item: pytest.Item) -> Iterator[None]:
+    """Re-raise what a test phase raised as ``EngineLost`` when its engine is gone."""
     try:
-        return (yield)
+        yield
     except Exception as exc:
         lost = _engine_lost(item, exc)
         if lost is None:
             raise
         raise lost from exc
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item: pytest.Item) -> Generator[None, None, None]:
+    with _lost_engine_instead(item):
+        return (yield)
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
-    try:
+    with _lost_engine_instead(item):
         return (yield)
-    except Exception as exc:
-        lost = _engine_lost(item, exc)
-        if lost is None:
-            raise
-        raise lost from exc
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_teardown(
     item: pytest.Item, nextitem: pytest.Item | None
 ) -> Generator[None, None, None]:
-    try:
+    with _lost_engine_instead(item):
         return (yield)
-    except Exception as exc:
-        lost = _engine_lost(item, exc)
-        if lost is None:
-            raise
-        raise lost from exc
