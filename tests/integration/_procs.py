@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -59,6 +60,13 @@ def hanging(marker: Path, *, experiment: bool = True) -> str:
     return HANGING.format(fixture="ray_cluster", cluster="ray_cluster", marker=str(marker))
 
 
+def as_from_a_terminal() -> None:
+    """In the child before exec: SIGINT handled as a terminal's process gets it. An xdist
+    worker (and a background job) ignores SIGINT, and children inherit the ignore, so a
+    Ctrl-C test run there would test nothing."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def pytest_process(args: list[str], cwd: Path, output: IO[str]) -> subprocess.Popen[str]:
     """``python -m pytest …`` in ``cwd``; its output goes to ``output`` (a file, so nothing
     blocks on a full pipe and no pipe is held open by the processes it starts)."""
@@ -81,6 +89,7 @@ def pytest_process(args: list[str], cwd: Path, output: IO[str]) -> subprocess.Po
         stdout=output,
         stderr=subprocess.STDOUT,
         cwd=cwd,
+        preexec_fn=as_from_a_terminal,
     )
 
 

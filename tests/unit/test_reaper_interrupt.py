@@ -3,6 +3,7 @@ short path (no heal, postconditions or evidence, no wait for the observer)."""
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
 import time
@@ -40,7 +41,12 @@ for signum in (signal.SIGINT, signal.SIGTERM):
 )
 def test_sigint_and_sigterm_flag_the_interrupt_and_unwind(mode: str, expected: str) -> None:
     done = subprocess.run(
-        [sys.executable, "-c", HANDLERS, mode], capture_output=True, text=True, timeout=60
+        [sys.executable, "-c", HANDLERS, mode],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        # As from a terminal: an xdist worker ignores SIGINT and its children inherit that.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     assert done.stdout.strip() == expected, done.stderr
 
