@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import docker
 import pytest
+from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_fixed
 
 from chaos.check.windows import fault_to_node_dead, injected
 from chaos.cluster.cluster import Cluster
@@ -231,3 +233,29 @@ def test_degrade_pressure_disk_and_restart_prove_their_effect(ray_cluster: Clust
     ]
     assert kinds.count(("verified", "degrade")) == 1 + netem
     assert kinds.count(("verified", "restart_node")) == 1
+
+
+@pytest.mark.cluster(workers=2)
+def test_targets_by_ray_role_name_the_node(ray_cluster: Cluster, nemesis: Nemesis) -> None:
+    """The State API lookups find where a running task and an actor are."""
+    run = ray_cluster.run(
+        "workloads.basics:hold_on", task_node="worker-2", actor_node="worker-1", seconds=60
+    )
+    run.wait_for("holding", timeout=120)
+    running = poll_value(lambda: nemesis.node_running_task("hold_task"), 30)
+    assert running == "worker-2"
+    assert nemesis.node_of_actor("holder") == "worker-1"
+    run.stop()
+
+
+def poll_value(fetch: Callable[[], str], timeout: float) -> str:
+    """The State API lists a task some time after it starts running: retry, bounded."""
+    for attempt in Retrying(
+        stop=stop_after_delay(timeout),
+        wait=wait_fixed(1),
+        retry=retry_if_exception_type(FaultNotObserved),
+        reraise=True,
+    ):
+        with attempt:
+            return fetch()
+    raise AssertionError("unreachable")
