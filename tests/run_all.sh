@@ -12,8 +12,10 @@ cd "$(dirname "$0")/.."
 previous="${RAYCHAOS_PREVIOUS_RELEASE:-2.59.0}"
 rm -rf reports/allure-results reports/allure-previous
 pytest tests/ -n 2 --ignore tests/integration/test_engines.py
-pytest experiments/ -n 4 --alluredir reports/allure-results
-pytest experiments/ -n 4 --raychaos-ray-version "$previous" \
+# Three clusters at a time, not four: on CI's 2 cores a fourth starved a running cluster's
+# raylets past the experiments' 1 s × 3 health checks (the driver node marked DEAD mid-NODE-01).
+pytest experiments/ -n 3 --alluredir reports/allure-results
+pytest experiments/ -n 3 --raychaos-ray-version "$previous" \
   --raychaos-claims 'TASK-*,OBJ-*,ACTOR-*,NODE-*' --alluredir reports/allure-previous
 raychaos compare reports/allure-previous reports/allure-results -o reports/compare.html
 raychaos coverage reports/allure-results
