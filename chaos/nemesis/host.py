@@ -21,12 +21,11 @@ if TYPE_CHECKING:
 
 
 @dataclass(eq=False)
-class KillNode(Fault):
-    """SIGKILL every process of the node, then its host: a crashed machine."""
+class _NodeDown(Fault):
+    """A fault that takes one node's Ray down for good: INV-02 spares its Ray node id."""
 
     node: str
     node_id: str | None = field(default=None, init=False)
-    kind = "kill_node"
     permanent = True
 
     @property
@@ -43,6 +42,13 @@ class KillNode(Fault):
 
     def prepare(self, cluster: Cluster) -> None:
         self.node_id = cluster.node(self.node).node_id
+
+
+@dataclass(eq=False)
+class KillNode(_NodeDown):
+    """SIGKILL every process of the node, then its host: a crashed machine."""
+
+    kind = "kill_node"
 
     def inject(self, cluster: Cluster) -> None:
         cluster.backend.kill(self.node)
@@ -53,31 +59,16 @@ class KillNode(Fault):
 
 
 @dataclass(eq=False)
-class StopNode(Fault):
+class StopNode(_NodeDown):
     """Stop Ray on the node gracefully (``ray stop``: SIGTERM, then SIGKILL after
     ``grace_s``); the host stays up."""
 
-    node: str
     grace_s: float = 10
-    node_id: str | None = field(default=None, init=False)
     raylets: list[int] = field(default_factory=list, init=False)
     kind = "stop_node"
-    permanent = True
-
-    @property
-    def target(self) -> str:
-        return self.node
-
-    @property
-    def details(self) -> dict[str, Any]:
-        return {"node_id": self.node_id}
-
-    @property
-    def takes_down(self) -> Sequence[str]:
-        return (self.node,)
 
     def prepare(self, cluster: Cluster) -> None:
-        self.node_id = cluster.node(self.node).node_id
+        super().prepare(cluster)
         self.raylets = pids(cluster, self.node, "raylet")
 
     def inject(self, cluster: Cluster) -> None:

@@ -27,7 +27,7 @@ COMMANDS = ("claims", "coverage", "compare", "upgrade-check")
 
 COVERAGE_HELP = """\
 Per claim of the catalogue and per Ray release in RESULTS: verified (passed), finding (a strict
-xfail whose reason starts with FINDING:), skipped (never verified), failed/broken (a strict
+xfail whose reason starts with FINDING:), skipped (not verified), failed/broken (a strict
 xfail that passed, "finding gone", counts here until its marker is updated) or missing (no
 result). Exit 0 when every claim is accounted for on every release: verified or a recorded
 finding (with --strict: verified only); 1 otherwise; 2 on a usage error (RESULTS is not a
