@@ -89,6 +89,17 @@ def build_parser() -> argparse.ArgumentParser:
         default=Path("reports/summary.html"),
         help="HTML file to write (default: reports/summary.html)",
     )
+    evidence = sub.add_parser(
+        "evidence",
+        help="keep each run's verdict and measured values as JSON, one file per claim family",
+    )
+    evidence.add_argument("results", type=Path, nargs="+", help="--alluredir directories")
+    evidence.add_argument(
+        "--out",
+        type=Path,
+        default=Path("docs/evidence/data"),
+        help="directory of <family>.json files to merge into (default: docs/evidence/data)",
+    )
     add_commands(sub)
     return parser
 
@@ -121,6 +132,13 @@ def _dispatch(args: argparse.Namespace) -> int:
         return code
     if args.command == "report":
         return _report(args.results, args.output)
+    if args.command == "evidence":
+        from chaos.report.evidence import export
+
+        added = export(args.results, args.out)
+        for family, count in added.items():
+            print(f"raychaos: {args.out / (family + '.json')}: {count} new run(s)")
+        return 0
 
     from chaos.backends.docker.client import connect
 
