@@ -219,7 +219,7 @@ class Cluster:
         source = self.next_source("workload")
         host = node or self.driver.name
         self.history.record(
-            Source.HARNESS, Kind.WORKLOAD_START, target=target, node=host, run=source
+            Source.HARNESS, Kind.WORKLOAD_START, target=target, node=host, run=source, kwargs=kwargs
         )
         stream = self.stream(
             host,
