@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from chaos import engine_hooks, labels, selection
+from chaos import engine_hooks, labels, selection, trials
 from chaos.engine_hooks import engine_lines, engine_lost_already
 from chaos.errors import ChaosError
 from chaos.interrupts import INTERRUPTED, install_handlers
@@ -104,6 +104,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
     config.pluginmanager.register(reporting, "raychaos-reporting")
     config.pluginmanager.register(engine_hooks, "raychaos-engines")
+    config.pluginmanager.register(trials, "raychaos-trials")
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -115,10 +116,15 @@ def pytest_configure_node(node: Any) -> None:
 @pytest.hookimpl
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     """Every test that boots a cluster runs once per Ray release of the run, the release in
-    its id (``test_x[2.60.0]``) and as a parameter, so each release has its own history."""
+    its id (``test_x[2.60.0]``) and as a parameter, so each release has its own history;
+    with ``--raychaos-trials N``, N times per release (``test_x[2.60.0-trial2]``, one
+    history: :mod:`chaos.trials`)."""
     if VERSION_FIXTURE in metafunc.fixturenames:
-        versions = metafunc.config.stash[SETTINGS_KEY].ray_versions
-        metafunc.parametrize(VERSION_FIXTURE, versions, ids=list(versions))
+        settings = metafunc.config.stash[SETTINGS_KEY]
+        metafunc.parametrize(
+            VERSION_FIXTURE, settings.ray_versions, ids=list(settings.ray_versions)
+        )
+        trials.parametrize(metafunc, settings.trials)
 
 
 @pytest.hookimpl

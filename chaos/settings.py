@@ -90,6 +90,13 @@ def _slots(raw: str) -> int:
     return int(raw)
 
 
+def _trials(raw: str) -> int:
+    raw = raw.strip()
+    if not re.fullmatch(r"[0-9]+", raw) or int(raw) < 1:
+        raise SettingError(f"expected a whole number of trials ≥ 1, got {raw!r}")
+    return int(raw)
+
+
 def _bool(raw: str) -> bool:
     lowered = raw.strip().lower()
     if lowered in {"1", "true", "yes", "on"}:
@@ -217,6 +224,16 @@ OPTIONS: tuple[Option, ...] = (
         repeatable=True,
     ),
     Option(
+        "trials",
+        "--raychaos-trials",
+        "raychaos_trials",
+        "RAYCHAOS_TRIALS",
+        "1",
+        "run every experiment this many times (ids test_x[2.60.0-trial2]); the report shows "
+        "passes out of N with a 95 % Wilson interval and windows as median and spread",
+        _trials,
+    ),
+    Option(
         "keep",
         "--raychaos-keep",
         "raychaos_keep",
@@ -240,6 +257,8 @@ class Settings:
     patch_python: str = ""
     boot_timeout: float = 180.0
     boot_slots: int = 0
+    #: Every experiment runs this many times (trials of one test share its Allure history).
+    trials: int = 1
     keep: bool = False
     #: Engine URLs; empty: DOCKER_HOST, else the local socket (one engine).
     docker_hosts: tuple[str, ...] = ()

@@ -19,6 +19,7 @@ import pytest
 from chaos.report import identity
 from chaos.report.claims import PARAMETER
 from chaos.report.labels import labels_of
+from chaos.trials import TRIAL
 
 
 def item_facts(item: pytest.Item, ray_version: str) -> dict[str, Any]:
@@ -31,6 +32,8 @@ def item_facts(item: pytest.Item, ray_version: str) -> dict[str, Any]:
     ours = labels_of(item, ray_version)
     name = identity.full_name(item)
     params = identity.params_of(item)
+    # A trial is an excluded parameter: the trials of a test share its history (chaos.trials).
+    trial = params.pop(TRIAL, None)
     labels = [
         *ours.labels,
         *identity.marker_labels(item),
@@ -46,6 +49,8 @@ def item_facts(item: pytest.Item, ray_version: str) -> dict[str, Any]:
     parameters.append(
         {"name": PARAMETER, "value": identity.represent(ours.ray_version), "excluded": True}
     )
+    if trial is not None:
+        parameters.append({"name": TRIAL, "value": identity.represent(trial), "excluded": True})
     links = [{"type": "link", "url": url, "name": title} for url, title in ours.links]
     links += [{"type": t, "url": u, "name": n} for t, u, n in identity.marker_links(item)]
     return {
