@@ -10,6 +10,12 @@ Exceptions and ``.reason`` values are read from what the results carry: the fail
 and string measurements. Measured windows are compared only where a side repeated a test
 (several results of one historyId, or a list of values / a ``trials`` mapping in its
 measurements): a window moved when the two sides' ranges do not overlap.
+
+Repeated trials (``--raychaos-trials N``, :mod:`chaos.trials`): a claim's verdict is the worst
+of every trial, shown with how many trials reached it (``failed 1/3``), and a change in its
+pass rate is a regression only beyond trial noise (:func:`chaos.report.stats.beyond_noise`):
+every base trial passed and a candidate trial did not, or the candidate's 95 % Wilson
+interval lies wholly below the base's. Within the noise the row says so and stays unchanged.
 """
 
 from __future__ import annotations
@@ -36,9 +42,12 @@ from chaos.report.coverage import (
     raychaos_tests,
     release_of,
     releases_of,
+    verdict_of,
 )
 from chaos.report.model import FINDING as FINDING_RE
 from chaos.report.model import MEASUREMENTS, Results, TestResult
+from chaos.report.stats import Proportion, beyond_noise, latest_per_trial, numbers
+from chaos.trials import untrial
 
 REGRESSION = "regression"
 FINDING_GONE = "finding no longer reproduces"
@@ -89,7 +98,7 @@ class Side:
 
     directory: Path
     release: str
-    #: Its raychaos results, retries folded.
+    #: Its raychaos results: every trial, reruns of a trial folded.
     tests: tuple[TestResult, ...]
     #: Every result of the release, repeated trials included.
     runs: tuple[TestResult, ...]
@@ -102,10 +111,11 @@ class Side:
 
 def _side(results: Results, release: str) -> Side:
     runs = [t for t in results.runs if (t.ray_version or t.claims) and release_of(t) == release]
+    tests = latest_per_trial(runs) if runs else raychaos_tests(results)
     return Side(
         results.directory,
         release,
-        tuple(t for t in raychaos_tests(results) if release_of(t) == release),
+        tuple(t for t in tests if release_of(t) == release),
         tuple(runs),
         results.blobs,
     )
@@ -226,33 +236,24 @@ def signature(tests: Iterable[TestResult], blobs: Mapping[str, bytes]) -> tuple[
     return tuple(sorted(errors) + sorted(reasons))
 
 
-def _trial_values(value: object) -> list[float]:
-    if isinstance(value, bool):
-        return []
-    if isinstance(value, int | float):
-        return [float(value)]
-    if isinstance(value, list):
-        return [float(v) for v in value if isinstance(v, int | float) and not isinstance(v, bool)]
-    return []
-
-
 def trials(side: Side, claim: str) -> dict[str, list[float]]:
     """(test, measurement) → every value of it across repeated runs of the claim's tests.
 
-    Keys name the test without the release (so both sides' keys meet). A ``trials`` mapping
+    Keys name the test without the release and the trial (so both sides' keys meet, and
+    ``test_x[2.60.0-trial2]`` joins ``test_x[2.60.0-trial1]``). A ``trials`` mapping
     in the measurements adds its lists (``{"trials": {"kill → DEAD (s)": [6.1, 6.3]}}``).
     """
     values: dict[str, list[float]] = {}
     for run in side.runs:
         if claim not in run.claims:
             continue
-        test = run.name.replace(side.release, "<ray>")
+        test = untrial(run.name).replace(side.release, "<ray>")
         for name, value in _measurements(run, side.blobs).items():
             if name == "trials" and isinstance(value, dict):
                 for sub, listed in value.items():
-                    values.setdefault(f"{test}: {sub}", []).extend(_trial_values(listed))
+                    values.setdefault(f"{test}: {sub}", []).extend(numbers(listed))
             else:
-                values.setdefault(f"{test}: {name}", []).extend(_trial_values(value))
+                values.setdefault(f"{test}: {name}", []).extend(numbers(value))
     return {k: v for k, v in values.items() if v}
 
 
@@ -306,9 +307,30 @@ class Row:
     detail: str
 
 
+def passes(cell: Cell) -> Proportion:
+    """Passed trials out of the judged ones (passed, failed, broken) of a claim's tests."""
+    judged = [verdict_of(t) for t in cell.tests if verdict_of(t) in (PASSED, FAILED, BROKEN)]
+    return Proportion(judged.count(PASSED), len(judged))
+
+
+def _noise(b: Cell, c: Cell, change: str) -> tuple[str, str]:
+    """The change after trial noise is weighed, and a note when trials were compared."""
+    before, after = passes(b), passes(c)
+    if max(before.n, after.n) < 2 or min(before.n, after.n) < 1:
+        return change, ""
+    if beyond_noise(before, after):
+        return REGRESSION, f"passed {before} → {after}: beyond trial noise"
+    if before.successes * after.n != after.successes * before.n:
+        return change, f"passed {before} → {after}: within trial noise"
+    return change, ""
+
+
 def _row(claim: str, base: Side, candidate: Side, b: Cell, c: Cell) -> Row:
     change = classify(b.verdict, c.verdict)
     notes: list[str] = []
+    if MISSING not in (b.verdict, c.verdict):
+        change, note = _noise(b, c, change)
+        notes += [note] if note else []
     if MISSING not in (b.verdict, c.verdict):
         before, after = signature(b.tests, base.blobs), signature(c.tests, candidate.blobs)
         # Beside a pass, the other side's message says it all (it is the detail below).

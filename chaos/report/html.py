@@ -26,6 +26,7 @@ from chaos.report.matrix import (
     versions_of,
 )
 from chaos.report.model import FINDING, XPASS_STRICT, Results, TestResult, load_results
+from chaos.report.trials_html import every_trial, trials_table, windows_table
 
 _CSS = """
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:24px auto;max-width:1200px;
@@ -196,7 +197,8 @@ def render_html(
     """The whole page as one string: inline CSS, inline images, no scripts."""
     claim_ids = [c for c, _ in claims]
     versions = versions_of(results.tests)
-    cells = claim_matrix(results.tests, claim_ids, versions)
+    # Every trial counts (--raychaos-trials): a cell shows the worst and how many reached it.
+    cells = claim_matrix(every_trial(results), claim_ids, versions)
     when = (generated or datetime.now(UTC)).strftime("%Y-%m-%d %H:%M UTC")
     name = results.executor.get("buildName") or "raychaos run " + results.environment.get(
         "raychaos.run", "?"
@@ -234,9 +236,10 @@ def render_html(
 <h2>Findings</h2>
 {_findings(results.tests)}
 <h2>Failures and broken experiments</h2>
-{_failures(results.tests)}
+{_failures(every_trial(results))}
+{trials_table(results, _status)}
 <h2>Measured recovery windows</h2>
-{_measurements(results.tests, results.blobs)}
+{windows_table(results, _status) or _measurements(results.tests, results.blobs)}
 <h2>Timelines</h2>
 {_timelines(results.tests, results.blobs)}
 {problems}

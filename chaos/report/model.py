@@ -16,6 +16,7 @@ from chaos.errors import ChaosError
 from chaos.report.categories import NOT_ABOUT_RAY, categorize
 from chaos.report.claims import PARAMETER
 from chaos.report.properties import parse_properties
+from chaos.trials import trial_of_parameters
 
 #: allure-pytest records an xfail as "skipped" with the message "XFAIL <reason>…".
 FINDING = re.compile(r"^(?:XFAIL )?FINDING:")
@@ -50,6 +51,8 @@ class TestResult:
     ray_version: str
     labels: tuple[tuple[str, str], ...] = ()
     attachments: list[Attachment] = field(default_factory=list)
+    #: Which of ``--raychaos-trials`` runs this is (None: one trial per test).
+    trial: int | None = None
 
     @property
     def effective_status(self) -> str:
@@ -143,6 +146,7 @@ def result_from_json(data: Mapping[str, Any]) -> TestResult:
         ray_version=ray_version_of(data) or "",
         labels=labels,
         attachments=_attachments(data),
+        trial=trial_of_parameters(data.get("parameters") or []),
     )
 
 
