@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import signal
 import sys
@@ -77,6 +78,12 @@ def build_parser() -> argparse.ArgumentParser:
     boot = bench.add_parser("boot", help="harness boot vs. bare docker run + ray start")
     boot.add_argument("--runs", type=int, default=5)
     boot.add_argument("--ray-version", type=_version, default=DEFAULT_RAY_VERSION)
+    suite = bench.add_parser(
+        "suite", help="where a suite run's wall time went, from its Allure results"
+    )
+    suite.add_argument("results", type=Path, help="the --alluredir of a pytest run")
+    suite.add_argument("--workers", type=int, help="xdist workers (default: as recorded)")
+    suite.add_argument("--json", action="store_true", help="the figures as JSON")
 
     report = sub.add_parser(
         "report", help="render Allure results as one self-contained HTML page (no Java/Node)"
@@ -138,6 +145,12 @@ def _dispatch(args: argparse.Namespace) -> int:
         added = export(args.results, args.out)
         for family, count in added.items():
             print(f"raychaos: {args.out / (family + '.json')}: {count} new run(s)")
+        return 0
+    if args.command == "bench" and args.bench_command == "suite":
+        from chaos.report.suite_bench import bench_suite
+
+        found = bench_suite(args.results, args.workers)
+        print(json.dumps(found.to_json(), indent=1) if args.json else found.text())
         return 0
 
     from chaos.backends.docker.client import connect

@@ -17,6 +17,7 @@ import pytest
 
 from chaos.cluster.spec import ClusterSpec, load_topology
 from chaos.errors import ChaosError, SpecError
+from chaos.report import timing
 
 if TYPE_CHECKING:
     from chaos import labels
@@ -229,9 +230,11 @@ class ClusterFactory:
                 )
                 continue
             try:
-                cluster.stop()
+                with timing.removing(cluster):
+                    cluster.stop()
             except ChaosError as exc:
                 errors.append(exc)
+        timing.attach(self.clusters)  # boot, slot queue and teardown seconds (bench suite)
         if errors:
             raise errors[0]
 
