@@ -84,6 +84,13 @@ def build_parser() -> argparse.ArgumentParser:
     suite.add_argument("results", type=Path, help="the --alluredir of a pytest run")
     suite.add_argument("--workers", type=int, help="xdist workers (default: as recorded)")
     suite.add_argument("--json", action="store_true", help="the figures as JSON")
+    procs = bench.add_parser(
+        "processes", help="what each Ray process costs to start in a node (time, CPU, memory)"
+    )
+    procs.add_argument("--runs", type=int, default=1)
+    procs.add_argument("--ray-version", type=_version, default=DEFAULT_RAY_VERSION)
+    procs.add_argument("--duration", type=float, default=40.0, help="seconds sampled per boot")
+    procs.add_argument("--json", action="store_true", help="every process of every run")
 
     report = sub.add_parser(
         "report", help="render Allure results as one self-contained HTML page (no Java/Node)"
@@ -172,6 +179,15 @@ def _dispatch(args: argparse.Namespace) -> int:
         if args.runs < 1:
             raise ChaosError(f"--runs: expected ≥ 1, got {args.runs}")
         client = connect()
+        if args.bench_command == "processes":
+            from chaos.backends.docker.bench_processes import bench_processes, table
+
+            rows, runs = bench_processes(
+                client, ImageBuilder(client), args.ray_version, args.runs, args.duration
+            )
+            text = json.dumps([[c.__dict__ for c in r] for r in runs], indent=1)
+            print(text if args.json else table(rows, len(runs)))
+            return 0
         result = bench_boot(client, ImageBuilder(client), args.ray_version, args.runs)
         print(result.table())
         return 0
