@@ -46,7 +46,7 @@ from chaos.report.coverage import (
 )
 from chaos.report.model import FINDING as FINDING_RE
 from chaos.report.model import MEASUREMENTS, Results, TestResult
-from chaos.report.stats import Proportion, beyond_noise, latest_per_trial, numbers
+from chaos.report.stats import Proportion, beyond_noise, numbers
 from chaos.trials import untrial
 
 REGRESSION = "regression"
@@ -98,7 +98,7 @@ class Side:
 
     directory: Path
     release: str
-    #: Its raychaos results: every trial, reruns of a trial folded.
+    #: Its raychaos results: every trial, reruns of a trial folded (``raychaos_tests``).
     tests: tuple[TestResult, ...]
     #: Every result of the release, repeated trials included.
     runs: tuple[TestResult, ...]
@@ -111,11 +111,10 @@ class Side:
 
 def _side(results: Results, release: str) -> Side:
     runs = [t for t in results.runs if (t.ray_version or t.claims) and release_of(t) == release]
-    tests = latest_per_trial(runs) if runs else raychaos_tests(results)
     return Side(
         results.directory,
         release,
-        tuple(t for t in tests if release_of(t) == release),
+        tuple(t for t in raychaos_tests(results) if release_of(t) == release),
         tuple(runs),
         results.blobs,
     )

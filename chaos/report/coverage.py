@@ -19,7 +19,7 @@ from pathlib import Path
 
 from chaos.errors import ChaosError
 from chaos.report.catalogue import Catalogue
-from chaos.report.model import Results, TestResult, load_results
+from chaos.report.model import Results, TestResult, every_trial, load_results
 
 PASSED = "passed"
 FINDING = "finding"
@@ -80,8 +80,10 @@ def _version_key(version: str) -> tuple[tuple[int, str], ...]:
 
 
 def raychaos_tests(results: Results) -> list[TestResult]:
-    """Results raychaos wrote: they carry the ray_version parameter or a claim label."""
-    return [t for t in results.tests if t.ray_version or t.claims]
+    """Results raychaos wrote: they carry the ray_version parameter or a claim label. Every
+    trial of ``--raychaos-trials`` counts (a claim is as good as its worst trial)."""
+    tests = every_trial(results.runs) if results.runs else results.tests
+    return [t for t in tests if t.ray_version or t.claims]
 
 
 def release_of(test: TestResult) -> str:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -152,11 +152,23 @@ def result_from_json(data: Mapping[str, Any]) -> TestResult:
 
 def fold_retries(tests: Iterable[TestResult]) -> list[TestResult]:
     """One result per historyId, the latest (Allure shows the others as retries)."""
-    latest: dict[str, TestResult] = {}
+    return _latest(tests, lambda t: (t.history_id, None))
+
+
+def every_trial(tests: Iterable[TestResult]) -> list[TestResult]:
+    """One result per historyId and ``--raychaos-trials`` trial, the latest (a rerun replaces
+    its trial); without trials the same as :func:`fold_retries`."""
+    return _latest(tests, lambda t: (t.history_id, t.trial))
+
+
+def _latest(
+    tests: Iterable[TestResult], key: Callable[[TestResult], tuple[str, int | None]]
+) -> list[TestResult]:
+    latest: dict[tuple[str, int | None], TestResult] = {}
     for test in tests:
-        seen = latest.get(test.history_id)
+        seen = latest.get(key(test))
         if seen is None or (test.stop, test.start) >= (seen.stop, seen.start):
-            latest[test.history_id] = test
+            latest[key(test)] = test
     return sorted(latest.values(), key=lambda t: (t.full_name, t.ray_version, t.name))
 
 

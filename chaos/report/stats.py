@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from chaos.report.coverage import FINDING, PASSED, VERDICT_ORDER, XPASS, verdict_of, worst
-from chaos.report.model import MEASUREMENTS, TestResult
+from chaos.report.model import MEASUREMENTS, TestResult, every_trial
 from chaos.trials import untrial
 
 #: The standard normal quantile of a two-sided 95 % interval.
@@ -126,13 +126,7 @@ def measurements(test: TestResult, blobs: Mapping[str, bytes]) -> dict[str, obje
 
 def latest_per_trial(runs: Iterable[TestResult]) -> list[TestResult]:
     """One result per (historyId, trial): the latest (a rerun replaces its trial)."""
-    latest: dict[tuple[str, int | None], TestResult] = {}
-    for run in runs:
-        key = (run.history_id, run.trial)
-        seen = latest.get(key)
-        if seen is None or (run.stop, run.start) >= (seen.stop, seen.start):
-            latest[key] = run
-    return sorted(latest.values(), key=lambda t: (t.full_name, t.ray_version, t.name))
+    return every_trial(runs)
 
 
 @dataclass(frozen=True)

@@ -246,3 +246,15 @@ def test_compare_windows_meet_across_trial_ids(tmp_path: Path) -> None:
     result = compare(*pick_sides(tmp_path), load_catalogue())
     row = next(r for r in result.rows if r.claim == "NODE-01")
     assert row.detail == "window moved: test_kill[<ray>]: w (s): 6.1–6.3 → 9–9.4 (3 vs 3 trials)"
+
+
+def test_coverage_counts_every_trial(tmp_path: Path) -> None:
+    """A claim is as good as its worst trial, though the last trial passed."""
+    from chaos.report.coverage import coverage, load_raychaos
+
+    r = Trials(tmp_path)
+    r.add("test_kill", "2.60.0", "NODE-01", 1, "failed")
+    r.add("test_kill", "2.60.0", "NODE-01", 2)
+    cov = coverage(load_raychaos(tmp_path), load_catalogue(), ["NODE-01"])
+    assert cov.cell("NODE-01", "2.60.0").shown == "failed 1/2"
+    assert cov.exit_code(strict=False) == 1
