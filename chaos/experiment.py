@@ -19,6 +19,7 @@ from chaos.errors import ChaosError
 from chaos.nemesis.nemesis import Nemesis
 from chaos.observer.history import Kind, Source
 from chaos.observer.observer import Observer
+from chaos.report.steps import seconds, step
 from chaos.report.timeline import render
 
 if TYPE_CHECKING:
@@ -50,9 +51,25 @@ class Experiment:
     def history(self) -> History:
         return self.cluster.history
 
-    def measure(self, name: str, value: Any) -> Any:
+    def measure(
+        self, name: str, value: Any, *, band: Any = None, start: float | None = None
+    ) -> Any:
+        """Record ``value`` under ``name``; returns ``value``.
+
+        ``band``: the interval (a :class:`~chaos.check.bands.Band` or ``(low, high)``, seconds)
+        the value is held against, drawn on the timeline from ``start`` (the wall-clock time
+        the window opens; default: the latest strike's).
+        """
         self.measurements[name] = value
-        self.history.record(Source.CHECKER, Kind.MEASUREMENT, name=name, value=value)
+        fields: dict[str, Any] = {"name": name, "value": value}
+        if band is not None:
+            low, high = (band.low, band.high) if hasattr(band, "low") else band
+            fields["band"] = [float(low), float(high)]
+            if start is None:
+                strikes = self.history.events(Kind.INJECT, source=Source.NEMESIS)
+                start = strikes[-1].t if strikes else None
+            fields["start"] = start
+        self.history.record(Source.CHECKER, Kind.MEASUREMENT, **fields)
         return value
 
     def waive(self, claim: str, reason: str) -> None:
@@ -72,6 +89,10 @@ class Experiment:
         """INV-02: every node that is DEAD was taken down by this experiment."""
         if "INV-02" in self.waived:
             return
+        with step("check: INV-02 no node died that the experiment did not take down"):
+            self._check_no_unexpected_death()
+
+    def _check_no_unexpected_death(self) -> None:
         ours = {n.node_id for n in self.cluster.ray_nodes()} | {
             i for n in self.cluster.ray_nodes() for i in n.past_node_ids
         }
@@ -90,6 +111,13 @@ class Experiment:
         """INV-01: available CPU back to total, no placement-group resources lingering."""
         if "INV-01" in self.waived:
             return
+        with step(
+            "check: INV-01 available CPU back to total, no placement-group resources "
+            f"≤ {seconds(self.inv01_timeout)}"
+        ):
+            self._check_resources_settle()
+
+    def _check_resources_settle(self) -> None:
         stream = self.cluster.stream(
             self.cluster.driver.name,
             ["python", "-u", "-m", "raychaos_agent.invariants", str(self.inv01_timeout)],

@@ -29,9 +29,13 @@ from chaos.engine_hooks import engine_lines, engine_lost_already
 from chaos.errors import ChaosError
 from chaos.interrupts import INTERRUPTED, install_handlers
 from chaos.keys import PHASE_REPORTS, RUN_ID_KEY, SETTINGS_KEY, USED_KEY
+from chaos.report.steps import seconds, step
 from chaos.settings import OPTIONS, SettingError, Settings, resolve
 from chaos.testkit import (
     ENGINE_KEY,
+    EXPERIMENT_KEY,
+    FACTORY_KEY,
+    TEARDOWN_FAILED,
     ClusterFactory,
     attach_config,
     say,
@@ -166,7 +170,39 @@ def pytest_runtest_makereport(
 
 def _failed(node: pytest.Item) -> bool:
     reports = node.stash.get(PHASE_REPORTS, {})
-    return any(r.failed for r in reports.values())
+    return any(r.failed for r in reports.values()) or node.stash.get(TEARDOWN_FAILED, False)
+
+
+def _expected(item: pytest.Item, error: BaseException) -> bool:
+    """Whether ``error`` is what the test's xfail marker expects (a recorded finding)."""
+    mark = item.get_closest_marker("xfail")
+    if mark is None or not all(bool(c) for c in mark.args):
+        return False
+    raises = mark.kwargs.get("raises")
+    return raises is None or isinstance(error, raises)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
+    """The experiment's evidence on the test itself, not under its teardown.
+
+    After the test body (passed or not): the history so far, its timeline picture and the
+    measurements, in a last step of the body; when the body failed (not as its xfail marker
+    expects), every node's log too. The fixture's teardown still writes the final history
+    (heals and postconditions included) to ``reports/timelines/``.
+    """
+    try:
+        return (yield)
+    except BaseException as exc:
+        if not INTERRUPTED.is_set() and not _expected(item, exc):
+            factory = item.stash.get(FACTORY_KEY, None)
+            if factory is not None:
+                factory.attach_logs("the test failed")
+        raise
+    finally:
+        kit = item.stash.get(EXPERIMENT_KEY, None)
+        if kit is not None and not INTERRUPTED.is_set():
+            _attach_evidence(kit, item, item.config.rootpath / "reports" / "timelines")
 
 
 # -- fixtures -------------------------------------------------------------------------------
@@ -307,6 +343,7 @@ def ray_cluster_factory(
         raychaos_workload_paths,
         engine=engine,
     )
+    request.node.stash[FACTORY_KEY] = factory
     yield factory
     factory.teardown(_failed(request.node))
 
@@ -343,9 +380,12 @@ def experiment(
     observer = Observer(ray_cluster).start()
     kit = Experiment(ray_cluster, nemesis, observer)
     # Readiness does not wait for the dashboard; the observer (State API) needs it.
-    if not observer.wait_first_sample(ray_cluster.spec.boot_timeout_s):
-        observer.stop()
-        pytest.fail("the State API (dashboard) never answered the observer", pytrace=False)
+    bound = ray_cluster.spec.boot_timeout_s
+    with step(f"wait: the observer's first State API sample (dashboard up) ≤ {seconds(bound)}"):
+        if not observer.wait_first_sample(bound):
+            observer.stop()
+            pytest.fail("the State API (dashboard) never answered the observer", pytrace=False)
+    request.node.stash[EXPERIMENT_KEY] = kit
 
     try:
         yield kit
@@ -353,19 +393,27 @@ def experiment(
             # Interrupted: no heal, postconditions or evidence; the clusters go now. Engine
             # lost: nothing to heal or check there; the test already ended broken.
             return
-        kit.nemesis.heal_all()
-        if not _failed(request.node):
-            # Labelled before the checks: a violated postcondition shows under its claim.
-            _label_postconditions([c for c in ("INV-01", "INV-02") if c not in kit.waived])
-            kit.check_no_unexpected_death()
-            kit.check_resources_settle()
+        try:
+            kit.nemesis.heal_all()
+            if not _failed(request.node):
+                # Labelled before the checks: a violated postcondition shows under its claim.
+                _label_postconditions([c for c in ("INV-01", "INV-02") if c not in kit.waived])
+                kit.check_no_unexpected_death()
+                kit.check_resources_settle()
+        except BaseException:
+            request.node.stash[TEARDOWN_FAILED] = True
+            factory = request.node.stash.get(FACTORY_KEY, None)
+            if factory is not None and not INTERRUPTED.is_set():
+                factory.attach_logs("a postcondition or heal failed")
+            raise
     finally:
         if INTERRUPTED.is_set() or engine_lost_already(request.node):
             # Stopping the observer's stream takes seconds; removing the cluster ends it too.
             threading.Thread(target=observer.stop, name="observer-stop", daemon=True).start()
         else:
             observer.stop()
-            _attach_evidence(kit, request.node, pytestconfig.rootpath / "reports" / "timelines")
+            # The final history (heals, postconditions) on disk; the report has the body's.
+            _write_evidence(kit, request.node, pytestconfig.rootpath / "reports" / "timelines")
 
 
 def _label_postconditions(claims: list[str]) -> None:
@@ -379,27 +427,37 @@ def _label_postconditions(claims: list[str]) -> None:
         _say(f"raychaos: could not label postconditions: {exc!r}")
 
 
-def _attach_evidence(kit: Experiment, item: pytest.Item, directory: Path) -> None:
-    """History JSON and timeline into reports/ and Allure; never breaks the run."""
+def _write_evidence(kit: Experiment, item: pytest.Item, directory: Path) -> None:
+    """History JSON and timeline into reports/; never breaks the run."""
     try:
-        history, picture = kit.write_evidence(directory, item.nodeid)
+        kit.write_evidence(directory, item.nodeid)
+    except Exception as exc:  # noqa: BLE001 - evidence is best effort, the verdict is not
+        _say(f"raychaos: could not write evidence for {item.nodeid}: {exc!r}")
+
+
+def _attach_evidence(kit: Experiment, item: pytest.Item, directory: Path) -> None:
+    """History JSON, timeline and measurements into reports/ and, as the last step of the
+    test body, into Allure; never breaks the run."""
+    try:
         import allure
 
-        allure.attach.file(
-            str(history), name="history", attachment_type=allure.attachment_type.JSON
-        )
-        if picture is not None:
+        with step("evidence: history, timeline and measurements"):
+            history, picture = kit.write_evidence(directory, item.nodeid)
             allure.attach.file(
-                str(picture), name="timeline", attachment_type=allure.attachment_type.PNG
+                str(history), name="history", attachment_type=allure.attachment_type.JSON
             )
-        if kit.measurements:
-            import json
+            if picture is not None:
+                allure.attach.file(
+                    str(picture), name="timeline", attachment_type=allure.attachment_type.PNG
+                )
+            if kit.measurements:
+                import json
 
-            allure.attach(
-                json.dumps(kit.measurements, indent=1, default=repr),
-                name="measurements",
-                attachment_type=allure.attachment_type.JSON,
-            )
+                allure.attach(
+                    json.dumps(kit.measurements, indent=1, default=repr),
+                    name="measurements",
+                    attachment_type=allure.attachment_type.JSON,
+                )
     except Exception as exc:  # noqa: BLE001 - evidence is best effort, the verdict is not
         _say(f"raychaos: could not write evidence for {item.nodeid}: {exc!r}")
 

@@ -15,15 +15,18 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import pytest
 
-from chaos.cluster.spec import ClusterSpec, load_topology
+from chaos.cluster.spec import ClusterSpec, group_names, load_topology
 from chaos.errors import ChaosError, SpecError
+from chaos.interrupts import INTERRUPTED
 from chaos.report import timing
+from chaos.report.steps import seconds, step
 
 if TYPE_CHECKING:
     from chaos import labels
     from chaos.backends.docker import DockerClient
     from chaos.backends.docker.images import ImageBuilder
     from chaos.cluster.cluster import Cluster
+    from chaos.experiment import Experiment
     from chaos.settings import Settings
 
 
@@ -49,6 +52,13 @@ class Engine(Protocol):
 
 #: The engine a test's clusters run on, set by the ``ray_cluster_factory`` fixture.
 ENGINE_KEY = pytest.StashKey[Engine]()
+#: Set when a fixture's teardown failed (a postcondition): the test failed, though no report
+#: says so yet when the clusters are torn down.
+TEARDOWN_FAILED = pytest.StashKey[bool]()
+#: The test's cluster factory and experiment kit (the evidence of the test body is attached
+#: by a hook around the call, which has no fixture values of its own).
+FACTORY_KEY: pytest.StashKey[ClusterFactory] = pytest.StashKey()
+EXPERIMENT_KEY: pytest.StashKey[Experiment] = pytest.StashKey()
 
 #: Fixtures and markers whose use makes a test a raychaos test (and wakes the plugin up).
 FIXTURES = frozenset(
@@ -111,6 +121,16 @@ def engine_of(item: pytest.Item) -> str:
     return display(planned_url(urls, current_worker()))
 
 
+def describe_spec(spec: ClusterSpec) -> str:
+    """A cluster as a report says it: "head + 3 workers + driver, Ray 2.60.0, GCS FT redis"."""
+    workers = sum(len(group_names(g)) for g in spec.workers)
+    parts = ["head", f"{workers} worker{'s' if workers != 1 else ''}" if workers else ""]
+    parts += ["driver"] if spec.driver else []
+    extra = f", GCS FT {spec.gcs_ft}" if spec.gcs_ft != "none" else ""
+    image = f", image {spec.image}" if spec.image else ""
+    return f"{' + '.join(p for p in parts if p)}, Ray {spec.ray_version}{extra}{image}"
+
+
 def spec_from_marker(
     marker: pytest.Mark | None, settings: Settings, ray_version: str | None = None
 ) -> ClusterSpec:
@@ -164,6 +184,8 @@ class ClusterFactory:
         self.workload_paths = tuple(workload_paths)
         self.engine = engine
         self.clusters: list[Cluster] = []
+        #: Clusters whose node logs are in the report already (attached once per cluster).
+        self._logs_attached: set[int] = set()
 
     def __call__(self, spec: ClusterSpec | None = None, **fields: Any) -> Cluster:
         """Boot ``spec`` (default: the test's ``cluster`` marker) with ``fields`` replaced."""
@@ -187,19 +209,32 @@ class ClusterFactory:
             test_id=self.request.node.nodeid,
             workload_paths=self.workload_paths,
         )
+        title = (
+            f"boot: cluster {spec.name} ({describe_spec(spec)}) ≤ {seconds(spec.boot_timeout_s)}"
+        )
         if self.engine is None:
             cluster = Cluster(spec, backend, boot_slots=self.settings.boot_slots or None)
             self.clusters.append(cluster)
-            cluster.start()
+            with step(title):
+                cluster.start()
             return cluster
         from chaos.cluster.boot_slots import engine_scope, slots_for_cpus
 
         slots = self.settings.boot_slots or slots_for_cpus(self.engine.cpus or 2)
         cluster = Cluster(spec, backend, boot_slots=slots)
         self.clusters.append(cluster)
-        with engine_scope(self.engine.id):
+        with step(title), engine_scope(self.engine.id):
             cluster.start()
         return cluster
+
+    def attach_logs(self, why: str) -> None:
+        """Every node's log of every cluster into the report (once per cluster)."""
+        from chaos.report.nodelogs import attach_node_logs
+
+        for cluster in self.clusters:
+            if id(cluster) not in self._logs_attached and cluster.nodes:
+                self._logs_attached.add(id(cluster))
+                attach_node_logs(cluster, why)
 
     def teardown(self, failed: bool) -> None:
         from chaos.backends.docker.sweep import keep
@@ -213,6 +248,8 @@ class ClusterFactory:
                     "the reaper and the next run's sweep"
                 )
             return
+        if failed and not INTERRUPTED.is_set():  # interrupted: the clusters go at once
+            self.attach_logs("the test failed")
         for cluster in reversed(self.clusters):
             key = getattr(cluster.backend, "key", None)
             if failed and self.settings.keep and key:

@@ -7,6 +7,8 @@ from collections.abc import Callable
 
 from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_fixed
 
+from chaos.report.steps import seconds, step
+
 
 def poll(check: Callable[[], None], timeout: float, period: float = 0.25) -> None:
     """Retry ``check`` (which raises AssertionError until it holds) for at most ``timeout``."""
@@ -21,10 +23,14 @@ def poll(check: Callable[[], None], timeout: float, period: float = 0.25) -> Non
 
 
 def wait_until(check: Callable[[], None], timeout: float, what: str) -> float:
-    """Poll ``check`` until it holds; return the seconds it took (for windows in the report)."""
+    """Poll ``check`` until it holds; return the seconds it took (for windows in the report).
+
+    One Allure step, "wait: <what> ≤ <timeout>", failed when the wait ran out.
+    """
     started = time.monotonic()
-    try:
-        poll(check, timeout)
-    except AssertionError as exc:
-        raise AssertionError(f"{what}: not within {timeout:.0f} s: {exc}") from None
+    with step(f"wait: {what} ≤ {seconds(timeout)}"):
+        try:
+            poll(check, timeout)
+        except AssertionError as exc:
+            raise AssertionError(f"{what}: not within {timeout:.0f} s: {exc}") from None
     return time.monotonic() - started

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from chaos.check.windows import WithHistory, node_dead_event, since
 from chaos.observer.history import Kind, Source
+from chaos.report.steps import step
 from chaos.waits import wait_until
 
 if TYPE_CHECKING:
@@ -39,11 +40,12 @@ def await_dead(experiment: Experiment, fault: Fault, node_id: str, label: str) -
         state = experiment.observer.latest_nodes().get(node_id, {})
         assert state.get("state") == "DEAD", f"{label}: node is {state.get('state')}"
 
-    wait_until(dead, band.high + 30, f"{label}: node {node_id[:8]} DEAD")
-    seen = node_dead_event(experiment.history, node_id, after=fault.injected_at)
-    assert seen is not None, f"{label}: the observer never recorded {node_id[:8]} DEAD"
-    window = round(seen.t - fault.injected_at, 2)
-    experiment.measure(f"{label} → node DEAD, observer (s)", window)
+    with step(f"check: {label}: the GCS declares node {node_id[:8]} DEAD (State API)"):
+        wait_until(dead, band.high + 30, f"{label}: node {node_id[:8]} DEAD")
+        seen = node_dead_event(experiment.history, node_id, after=fault.injected_at)
+        assert seen is not None, f"{label}: the observer never recorded {node_id[:8]} DEAD"
+        window = round(seen.t - fault.injected_at, 2)
+        experiment.measure(f"{label} → node DEAD, observer (s)", window)
     return window
 
 
@@ -52,9 +54,15 @@ def dead_in_band(
 ) -> float:
     """Assert the workload saw the node dead (``ray.nodes()``) within the health-check band."""
     band = experiment.node_death_band()
-    experiment.measure("health-check band", str(band))
-    window = experiment.measure(f"{label} → node DEAD, ray.nodes() (s)", since(fault, t_dead_seen))
-    assert window in band, f"{label}: node DEAD {window} s after the strike, outside {band}"
+    with step(f"check: {label}: node DEAD in ray.nodes() within {band}"):
+        experiment.measure("health-check band", str(band))
+        window = experiment.measure(
+            f"{label} → node DEAD, ray.nodes() (s)",
+            since(fault, t_dead_seen),
+            band=band,
+            start=fault.injected_at,
+        )
+        assert window in band, f"{label}: node DEAD {window} s after the strike, outside {band}"
     return float(window)
 
 
@@ -65,11 +73,14 @@ def stays_dead(experiment: WithHistory, node_id: str, since_t: float, label: str
     came late records every node ALIVE then: CI saw that 0.01 s after a cut); ALIVE after DEAD
     would be a comeback. Returns the states seen, oldest first.
     """
-    states = [
-        e.get("state")
-        for e in experiment.history.events(Kind.NODE_STATE, source=Source.OBSERVER)
-        if e.get("node_id") == node_id and e.t > since_t
-    ]
-    assert "DEAD" in states, f"{label}: the observer never saw {node_id[:8]} DEAD: {states}"
-    assert "ALIVE" not in states[states.index("DEAD") :], f"{label}: {node_id[:8]} went {states}"
+    with step(f"check: {label}: node {node_id[:8]} stays DEAD"):
+        states = [
+            e.get("state")
+            for e in experiment.history.events(Kind.NODE_STATE, source=Source.OBSERVER)
+            if e.get("node_id") == node_id and e.t > since_t
+        ]
+        assert "DEAD" in states, f"{label}: the observer never saw {node_id[:8]} DEAD: {states}"
+        assert "ALIVE" not in states[states.index("DEAD") :], (
+            f"{label}: {node_id[:8]} went {states}"
+        )
     return states

@@ -10,6 +10,8 @@ import contextlib
 import json
 from typing import TYPE_CHECKING, Any
 
+from chaos.report.steps import step
+
 if TYPE_CHECKING:
     from chaos.experiment import Experiment
 
@@ -33,6 +35,7 @@ def record(experiment: Experiment, name: str, value: Any) -> Any:
 
 def status_now(experiment: Experiment, name: str) -> str:
     """``ray status`` from the head, recorded as evidence."""
-    text = experiment.cluster.ray_status()
-    record(experiment, f"ray status: {name}", text)
+    with step(f"evidence: ray status ({name})"):
+        text = experiment.cluster.ray_status()
+        record(experiment, f"ray status: {name}", text)
     return text

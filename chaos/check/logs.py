@@ -10,6 +10,7 @@ import shlex
 from typing import TYPE_CHECKING
 
 from chaos.cluster.plan import RAY_LOGS
+from chaos.report.steps import step
 
 if TYPE_CHECKING:
     from chaos.cluster.cluster import Cluster
@@ -25,6 +26,7 @@ def logged_at(cluster: Cluster, node: str, needle: str, log: str = "raylet.out")
         f"line=$(grep -m1 -h -F -e {shlex.quote(needle)} {RAY_LOGS}/{log}) || exit 3; "
         'date -d "$(printf %s "$line" | cut -c2-24 | tr , .)" +%s.%N'
     )
-    out = cluster.exec(node, ["sh", "-c", script], timeout=30)
-    assert out.exit_code == 0, f"{node}:{log} has no {needle!r} line: {out.output[-300:]}"
-    return float(out.output.strip())
+    with step(f"read: when {node}'s {log} first logged {needle!r}"):
+        out = cluster.exec(node, ["sh", "-c", script], timeout=30)
+        assert out.exit_code == 0, f"{node}:{log} has no {needle!r} line: {out.output[-300:]}"
+        return float(out.output.strip())

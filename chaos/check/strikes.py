@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, TypeAlias
 
 from chaos.nemesis import Fault, Nemesis
 from chaos.observer.history import Event
+from chaos.report.steps import step
 
 if TYPE_CHECKING:
     from chaos.experiment import Experiment
@@ -74,5 +75,7 @@ def strike_on(
     timeout: float = 180.0,
 ) -> tuple[Fault, Event]:
     """Wait for the ``count``-th ``kind`` event of ``run`` and ``strike`` what it names."""
-    event = run.wait_for(kind, count=count, timeout=timeout)[-1]
-    return strike(experiment.nemesis, event), event
+    nth = f"{count}th " if count > 1 else ""
+    with step(f"strike: where the workload's {nth}'{kind}' event points"):
+        event = run.wait_for(kind, count=count, timeout=timeout)[-1]
+        return strike(experiment.nemesis, event), event

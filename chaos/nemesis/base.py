@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 from chaos.errors import ChaosError, FaultNotObserved, HealError
 from chaos.observer.history import Kind, Source
+from chaos.report.steps import seconds, step
 from chaos.waits import poll
 
 if TYPE_CHECKING:
@@ -28,6 +29,35 @@ if TYPE_CHECKING:
 
 #: How long an effect (or its undo) may take to show before the fault is not observed.
 VERIFY_TIMEOUT_S = 20.0
+
+#: How each fault of the standard set reads in a report: (what, how) by kind; ``{node}`` is
+#: the target's node, ``{pid}`` a PID from the fault's details.
+_TITLES = {
+    "kill_node": ("kill node {target}", "SIGKILL"),
+    "stop_node": ("stop Ray on {target}", "ray stop: SIGTERM, then SIGKILL"),
+    "restart_node": ("restart node {target}", "new Ray node id"),
+    "pause_node": ("pause node {target}", "every process frozen"),
+    "kill_worker": ("kill process {pid} on {node}", "SIGKILL"),
+    "kill_raylet": ("kill the raylet of {node}", "SIGKILL, pid {pid}"),
+    "kill_gcs": ("kill the GCS on {node}", "SIGKILL, pid {pid}"),
+    "partition": ("partition the network {target}", "iptables"),
+    "degrade": ("degrade the network of {target}", "{rule}"),
+    "memory_pressure": ("fill the memory of {target}", "{bytes:,} bytes"),
+    "fill_disk": ("fill the disk of {target}", "{path} to {fraction:.0%}"),
+}
+
+
+def describe(fault: Fault) -> str:
+    """A fault as a report says it: "kill node worker-1 (SIGKILL)"."""
+    if isinstance(fault, Together):
+        return " + ".join(describe(p) for p in fault.parts)
+    target = fault.target
+    fields = {"target": target, "node": target.split(":", 1)[0], "pid": "?", **fault.details}
+    what, how = _TITLES.get(fault.kind, (f"{fault.kind.replace('_', ' ')} on {{target}}", ""))
+    try:
+        return what.format(**fields) + (f" ({how.format(**fields)})" if how else "")
+    except (KeyError, ValueError, TypeError):  # a subclass with other details
+        return f"{fault.kind.replace('_', ' ')} on {target}"
 
 
 class Fault(abc.ABC):
@@ -189,22 +219,25 @@ class Runner:
         # Registered before it strikes: whatever happens next, heal_all undoes it.
         fault._runner = self
         self.faults.append(fault)
-        kind, target = fault.kind, fault.target
-        fault.injected_at = history.record(
-            Source.NEMESIS, Kind.INJECT, fault=kind, target=target, **fault.details
-        ).t
-        fault.inject(cluster)
-        try:
-            poll(lambda: fault.verify(cluster), fault.verify_timeout_s)
-        except AssertionError as exc:
-            history.record(
-                Source.NEMESIS, Kind.NOT_OBSERVED, fault=kind, target=target, error=str(exc)
-            )
-            raise FaultNotObserved(
-                f"{kind} on {target} was injected but not observed: {exc}",
-                hint="the experiment is inconclusive; see the history for what was seen",
-            ) from None
-        history.record(Source.NEMESIS, Kind.VERIFIED, fault=kind, target=target)
+        kind, target, title = fault.kind, fault.target, describe(fault)
+        with step(f"inject: {title}"):
+            fault.injected_at = history.record(
+                Source.NEMESIS, Kind.INJECT, fault=kind, target=target, **fault.details
+            ).t
+            fault.inject(cluster)
+        bound = f" ≤ {seconds(fault.verify_timeout_s)}" if fault.verify_timeout_s else ""
+        with step(f"verify: {title} took effect{bound}"):
+            try:
+                poll(lambda: fault.verify(cluster), fault.verify_timeout_s)
+            except AssertionError as exc:
+                history.record(
+                    Source.NEMESIS, Kind.NOT_OBSERVED, fault=kind, target=target, error=str(exc)
+                )
+                raise FaultNotObserved(
+                    f"{kind} on {target} was injected but not observed: {exc}",
+                    hint="the experiment is inconclusive; see the history for what was seen",
+                ) from None
+            history.record(Source.NEMESIS, Kind.VERIFIED, fault=kind, target=target)
         return fault
 
     def heal(self, fault: Fault) -> None:
@@ -215,9 +248,12 @@ class Runner:
             raise fault._heal_error
         history = self.cluster.history
         error: Exception | None = None
+        what = "over (nothing to undo)" if fault.permanent else "undone"
         for attempt in (1, 2):
+            again = " (second attempt)" if attempt == 2 else ""
             try:
-                fault.undo(self.cluster)
+                with step(f"heal: {describe(fault)} {what}{again}"):
+                    fault.undo(self.cluster)
             except Exception as exc:  # noqa: BLE001 — any failed undo is recorded, then retried
                 error = exc
                 history.record(

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from chaos.errors import WorkloadError, WorkloadTimeout
 from chaos.observer.history import Event, History, Kind
+from chaos.report.steps import mark, seconds, short, step
 
 if TYPE_CHECKING:
     from chaos.backends.base import Stream
@@ -86,6 +87,7 @@ class WorkloadRun:
         self.history = history
         self.timeout = timeout
         self.source = stream.source
+        mark(f"workload: start {self._described()} (≤ {seconds(timeout)})")
 
     def events(self, kind: str | None = None) -> list[Event]:
         return self.history.events(kind=kind, source=self.source)
@@ -102,6 +104,13 @@ class WorkloadRun:
 
         Fails fast when the workload ends first, showing its outcome.
         """
+        what = f"{count} × '{kind}'" if count > 1 else f"'{kind}'"
+        with step(f"wait: {what} from {self.target} ≤ {seconds(timeout)}"):
+            return self._wait_for(kind, count, timeout, where)
+
+    def _wait_for(
+        self, kind: str, count: int, timeout: float, where: Callable[[Event], bool] | None
+    ) -> list[Event]:
         try:
             return self.history.wait_for(
                 lambda e: (
@@ -121,6 +130,10 @@ class WorkloadRun:
     def outcome(self, timeout: float | None = None) -> WorkloadOutcome:
         """Wait for the workload to end (at most ``timeout``, default its bound) and return how."""
         bound = self.timeout if timeout is None else timeout
+        with step(f"wait: workload {self.target} ends ≤ {seconds(bound)}"):
+            return self._outcome(bound)
+
+    def _outcome(self, bound: float) -> WorkloadOutcome:
         if not self.stream.wait(bound):
             self.stream.stop()
             raise WorkloadTimeout(
@@ -148,11 +161,24 @@ class WorkloadRun:
         """The function's return value; :class:`WorkloadRaised` if it raised."""
         outcome = self.outcome(timeout)
         if outcome.error is not None:
-            raise WorkloadRaised(self.target, outcome.error)
+            with step(f"workload {self.target} raised {short(str(outcome.error), 120)}"):
+                raise WorkloadRaised(self.target, outcome.error)
         return outcome.value
 
     def stop(self) -> None:
         self.stream.stop()
+
+    def _described(self) -> str:
+        """``target on node (k=v, …)`` from the history's ``workload_start`` event."""
+        start = next(
+            (e for e in self.history.events(Kind.WORKLOAD_START) if e.get("run") == self.source),
+            None,
+        )
+        if start is None:
+            return self.target
+        args = start.get("kwargs")
+        shown = ", ".join(f"{k}={v!r}" for k, v in args.items()) if isinstance(args, dict) else ""
+        return short(f"{self.target} on {start.get('node')}" + (f" ({shown})" if shown else ""))
 
     def _ending(self) -> str:
         if self.stream.running:
