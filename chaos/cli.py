@@ -92,8 +92,12 @@ def build_parser() -> argparse.ArgumentParser:
     procs.add_argument("--duration", type=float, default=40.0, help="seconds sampled per boot")
     procs.add_argument("--json", action="store_true", help="every process of every run")
 
+    from chaos.report.html import REPORT_HELP
+
     report = sub.add_parser(
-        "report", help="render Allure results as one self-contained HTML page (no Java/Node)"
+        "report",
+        help="render Allure results as one self-contained HTML page (no Java/Node)",
+        description=REPORT_HELP,
     )
     report.add_argument("results", type=Path, help="the --alluredir of a pytest run")
     report.add_argument(
@@ -208,7 +212,7 @@ def _sweep(client: DockerClient, args: argparse.Namespace) -> int:
 
 
 def _report(results: Path, output: Path) -> int:
-    from chaos.report.html import write_report
+    from chaos.report.html import exit_code, write_report
 
     loaded = write_report(results, output)
     counts: dict[str, int] = {}
@@ -218,7 +222,7 @@ def _report(results: Path, output: Path) -> int:
     print(f"raychaos: report {output} ({summary})")
     for problem in loaded.problems:
         print(f"raychaos: warning: unreadable {problem}", file=sys.stderr)
-    return 0
+    return exit_code(loaded)
 
 
 if __name__ == "__main__":

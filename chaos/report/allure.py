@@ -13,6 +13,11 @@
   hands out through ``workerinput``. Collection ends before the first test runs, so a crash
   in any phase finds its facts; re-deriving them from the nodeid would lose marks added by
   parametrisation or conftests.
+* A strict xfail that passed (a recorded finding that no longer reproduces): pytest fails
+  it with ``[XPASS(strict)] <reason>`` but raises nothing, and allure-pytest writes it as
+  failed with no message at all, which no category can match. Its result gets pytest's line
+  as its message (through allure-commons' ``report_result`` hook, before the file is
+  written), so Allure files it under "Finding no longer reproduces", never as a failure.
 * Run-level files (``categories.json``, ``executor.json``, ``environment.properties``),
   written by the controller (or the single process) at session finish.
 
@@ -37,15 +42,26 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import allure_commons
 import pytest
 
 from chaos.keys import SETTINGS_KEY
+from chaos.report import identity
 from chaos.report.crash import crash_result, item_facts
 from chaos.report.labels import label_running_test, ran_raychaos, uses_raychaos
 from chaos.report.runfiles import RunInfo, raychaos_versions, write_atomic, write_run_files
 from chaos.testkit import version_of
 
 MANIFEST_INPUT = "raychaos_manifest_dir"
+#: pytest's report of a strict xfail whose test passed.
+XPASS_STRICT = "[XPASS(strict)]"
+XPASS_TRACE = (
+    "{message}\n\nThe experiment of a recorded finding passed: every assertion held, so "
+    "Ray behaved as documented on this run (a fix in this release, or the experiment no "
+    "longer sees the difference). pytest fails a strict xfail that passes so the marker is "
+    "not forgotten. Check the evidence (steps, timeline, measurements), then remove the "
+    "xfail marker, or keep the finding and say why it does not always reproduce."
+)
 
 
 @dataclass
@@ -64,6 +80,36 @@ class _State:
     manifests_read: bool = False
     #: Controller: warnings of session finish, shown in the terminal summary.
     notes: list[str] = field(default_factory=list)
+    #: Gives strict-xpass results their message (registered with allure-commons).
+    xpass: _StrictXpass | None = None
+
+
+class _StrictXpass:
+    """An allure-commons plugin: the message of a strict xfail that passed, set on its result
+    before allure-pytest's file logger writes it (``tryfirst``)."""
+
+    def __init__(self) -> None:
+        #: fullName → pytest's "[XPASS(strict)] …" line, for the test that just ran.
+        self.pending: dict[str, str] = {}
+
+    @allure_commons.hookimpl(tryfirst=True)
+    def report_result(self, result: Any) -> None:
+        message = self.pending.pop(str(getattr(result, "fullName", "")), None)
+        if message is None or getattr(result, "status", None) != "failed":
+            return
+        if getattr(result, "statusDetails", None):
+            return  # allure-pytest said something itself: keep it
+        from allure_commons.model2 import StatusDetails
+
+        result.statusDetails = StatusDetails(
+            message=message, trace=XPASS_TRACE.format(message=message)
+        )
+
+
+def _register_xpass(state: _State) -> None:
+    xpass = _StrictXpass()
+    allure_commons.plugin_manager.register(xpass)
+    state.xpass = xpass
 
 
 STATE = pytest.StashKey[_State]()
@@ -107,6 +153,10 @@ def pytest_configure(config: pytest.Config) -> None:
         if raw:
             # allure-pytest resolves the directory against the working directory the same way.
             config.stash[STATE] = _State(Path(os.path.abspath(raw)), _now_ms())
+    state = _state(config)
+    if state is not None:
+        with _guard(config, "register the strict-xpass message"):
+            _register_xpass(state)
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -138,6 +188,28 @@ def pytest_runtest_setup(item: pytest.Item) -> Generator[None, None, None]:
                     label_running_test(
                         item, version_of(item) or item.config.stash[SETTINGS_KEY].ray_version
                     )
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """Note a raychaos test's strict xfail that passed, for :class:`_StrictXpass`."""
+    report = yield
+    state = _state(item.config)
+    if (
+        state is not None
+        and state.xpass is not None
+        and report.when == "call"
+        and report.failed
+        and call.excinfo is None
+        and isinstance(report.longrepr, str)
+        and report.longrepr.startswith(XPASS_STRICT)
+    ):
+        with _guard(item.config, f"note the strict xpass of {item.nodeid}"):
+            if ran_raychaos(item):
+                state.xpass.pending[identity.full_name(item)] = report.longrepr.strip()
+    return report
 
 
 @pytest.hookimpl
@@ -259,6 +331,9 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
 def pytest_unconfigure(config: pytest.Config) -> None:
     state = config.stash.get(STATE, None)
     if state is not None:
+        if state.xpass is not None:
+            with _guard(config, "unregister the strict-xpass message"):
+                allure_commons.plugin_manager.unregister(state.xpass)
         for note in state.notes:  # no terminal summary (-p no:terminal)
             _say(config, note)
         if state.manifest_dir is not None:

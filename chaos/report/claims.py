@@ -61,11 +61,12 @@ def worst_severity(severities: Iterable[str]) -> str:
     return min(severities, key=SEVERITIES.index)
 
 
-def claim_labels(claims: Sequence[str], story: str) -> list[tuple[str, str]]:
+def claim_labels(claims: Sequence[str], stories: Sequence[str]) -> list[tuple[str, str]]:
     """(name, value) Allure labels of a test verifying ``claims``: none without a claim.
 
-    epic, one feature per family (first seen first), severity = the worst family, the story
-    and one ``claim`` label per claim id.
+    epic, one feature per family (first seen first), severity = the worst family, one story
+    per entry of ``stories`` (whole, never cut), then per claim id a ``claim`` label (what
+    raychaos' own tools read) and a ``tag`` (what Allure's UI shows on the test).
     """
     if not claims:
         return []
@@ -74,9 +75,16 @@ def claim_labels(claims: Sequence[str], story: str) -> list[tuple[str, str]]:
         ("epic", EPIC),
         *(("feature", f) for f in dict.fromkeys(f.feature for f in families)),
         ("severity", worst_severity(f.severity for f in families)),
-        ("story", story),
+        *(("story", s) for s in dict.fromkeys(stories)),
         *(("claim", c) for c in claims),
+        *(("tag", c) for c in claims),
     ]
+
+
+def claim_title(claims: Sequence[str], name: str) -> str:
+    """``[NODE-01, NODE-02] test_x[2.60.0]``: the claim ids in front of a test's name."""
+    prefix = f"[{', '.join(claims)}] " if claims else ""
+    return name if not prefix or name.startswith(prefix) else prefix + name
 
 
 def claim_links(claims: Sequence[str]) -> list[tuple[str, str]]:

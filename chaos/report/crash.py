@@ -26,8 +26,9 @@ def item_facts(item: pytest.Item, ray_version: str) -> dict[str, Any]:
     """Everything of raychaos test ``item``'s Allure result known at collection, as JSON.
 
     Labels of allure decorators, tags and default suites as allure-pytest adds them, then
-    raychaos' own (:func:`chaos.report.labels.labels_of`). The name stays ``item.name``: an
-    ``@allure.title`` may format fixture values, unknown until set-up.
+    raychaos' own (:func:`chaos.report.labels.labels_of`). The name is ``item.name`` with the
+    claim ids in front, as set-up titles it; with an ``@allure.title`` it stays ``item.name``
+    (that title may format fixture values, unknown until set-up).
     """
     ours = labels_of(item, ray_version)
     name = identity.full_name(item)
@@ -54,7 +55,7 @@ def item_facts(item: pytest.Item, ray_version: str) -> dict[str, Any]:
     links = [{"type": "link", "url": url, "name": title} for url, title in ours.links]
     links += [{"type": t, "url": u, "name": n} for t, u, n in identity.marker_links(item)]
     return {
-        "name": item.name,
+        "name": ours.title or item.name,
         "fullName": name,
         "historyId": identity.history_id(name, params),
         "testCaseId": identity.case_id(name),

@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from chaos.report.catalogue import Catalogue, load_catalogue
+from chaos.report.categories import FINDING_GONE
 from chaos.report.claims import FAMILIES
 from chaos.report.matrix import (
     NOT_RUN,
@@ -25,8 +26,18 @@ from chaos.report.matrix import (
     measurements_of,
     versions_of,
 )
-from chaos.report.model import FINDING, XPASS_STRICT, Results, TestResult, load_results
+from chaos.report.model import FINDING, GONE, XPASS_STRICT, Results, TestResult, load_results
 from chaos.report.trials_html import every_trial, trials_table, windows_table
+
+#: ``raychaos report``'s exit codes, as its help states them.
+EXIT_OK, EXIT_FAILED = 0, 1
+REPORT_HELP = """\
+Render an Allure results directory as one self-contained HTML page: the claims x Ray version
+matrix, findings, failures with their Allure category, measured windows and timelines. Exit 0
+when no result is failed or broken (passed, skipped and recorded findings are fine); 1 when any
+result is failed or broken, or a recorded finding no longer reproduces (its test passed: it
+is listed as "Finding no longer reproduces", never as a failure, and its xfail marker needs
+updating); 2 on a usage error (RESULTS is not a directory)."""
 
 _CSS = """
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:24px auto;max-width:1200px;
@@ -38,6 +49,7 @@ td.s{text-align:center;font-weight:600;white-space:nowrap}
 .passed{background:#d7f0dc;color:#17612b}.failed{background:#f9d3d3;color:#8c1212}
 .broken{background:#fde6c4;color:#8a4b00}.finding{background:#e5dcf7;color:#4b2a8c}
 .skipped{background:#eceff1;color:#455a64}.unknown{background:#eceff1}
+.gone{background:#d4ecf7;color:#0b4f6c}
 .notrun{background:#fff;color:#9e9e9e;font-weight:400}
 tr.fam th{background:#e8eef6}pre{white-space:pre-wrap;background:#f7f7f7;padding:8px;margin:4px 0;
 max-height:320px;overflow:auto;font-size:12px}
@@ -51,9 +63,20 @@ def _e(value: object) -> str:
     return html.escape(str(value), quote=True)
 
 
+def _css(status: str) -> str:
+    """The CSS class of an effective status (one word)."""
+    return {NOT_RUN: "notrun", GONE: "gone"}.get(status, status)
+
+
 def _status(status: str, text: str | None = None) -> str:
-    css = "notrun" if status == NOT_RUN else status
-    return f'<span class="pill {_e(css)}">{_e(text or status)}</span>'
+    return f'<span class="pill {_e(_css(status))}">{_e(text or status)}</span>'
+
+
+def exit_code(results: Results) -> int:
+    """1 when any result is failed or broken (a finding that no longer reproduces included:
+    its marker needs an update), else 0. See :data:`REPORT_HELP`."""
+    bad = ("failed", "broken", GONE)
+    return EXIT_FAILED if any(t.effective_status in bad for t in results.tests) else EXIT_OK
 
 
 def _summary(
@@ -107,7 +130,7 @@ def _matrix(
             tip = (
                 "; ".join(f"{n}: {s}" for n, s in cell.tests) or "no experiment carries this claim"
             )
-            css = "notrun" if cell.status == NOT_RUN else cell.status
+            css = _css(cell.status)
             shown = cell.status
             if len(cell.tests) > 1:
                 shown += f" ({sum(1 for _, s in cell.tests if s == cell.status)}/{len(cell.tests)})"
@@ -142,8 +165,22 @@ def _message(test: TestResult) -> str:
     return "(no message)"
 
 
+def _gone(tests: Sequence[TestResult]) -> str:
+    gone = [o for o in tests if o.effective_status == GONE]
+    if not gone:
+        return '<p class="muted">None.</p>'
+    return "".join(
+        f'<div class="card">{_status(GONE)}{_title(o)}'
+        f"<div>category: <b>{_e(o.category or FINDING_GONE)}</b> — Ray now behaves as "
+        "documented here (or the experiment no longer sees the difference): check the "
+        "evidence, then remove the xfail marker.</div>"
+        f"<pre>{_e(_message(o))}</pre></div>"
+        for o in gone
+    )
+
+
 def _failures(tests: Sequence[TestResult]) -> str:
-    bad = [o for o in tests if o.status in ("failed", "broken")]
+    bad = [o for o in tests if o.status in ("failed", "broken") and o.effective_status != GONE]
     if not bad:
         return '<p class="muted">None.</p>'
     cards = []
@@ -215,6 +252,7 @@ def render_html(
         for s, text in (
             ("passed", "passed"),
             ("finding", "finding: Ray contradicts its docs, recorded as strict xfail"),
+            (GONE, "finding gone: a recorded finding's test passed (update its marker)"),
             ("failed", "failed: Ray contradicts its docs (new)"),
             ("broken", "broken: harness, Docker or inconclusive"),
             ("skipped", "skipped"),
@@ -235,6 +273,8 @@ def render_html(
 {_matrix(claims, versions, cells)}
 <h2>Findings</h2>
 {_findings(results.tests)}
+<h2>Findings no longer reproduced</h2>
+{_gone(results.tests)}
 <h2>Failures and broken experiments</h2>
 {_failures(every_trial(results))}
 {trials_table(results, _status)}

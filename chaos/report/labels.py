@@ -13,7 +13,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from chaos.report.claims import PARAMETER, claim_labels, claim_links
+from chaos.report.catalogue import load_catalogue
+from chaos.report.claims import PARAMETER, claim_labels, claim_links, claim_title
 from chaos.testkit import engine_of, ran_raychaos, uses_raychaos
 
 __all__ = ["ran_raychaos", "uses_raychaos"]
@@ -25,10 +26,34 @@ def claims_of(item: pytest.Item) -> list[str]:
 
 
 def story_of(item: pytest.Item) -> str:
-    """The first line of the test function's docstring, else the test's name."""
+    """The first paragraph of the test function's docstring, whole (its lines joined), else
+    the test's name."""
     obj = getattr(item, "obj", None)
     doc = ((getattr(obj, "__doc__", None) or "") if obj is not None else "").strip()
-    return doc.splitlines()[0] if doc else item.name
+    return " ".join(doc.split("\n\n", 1)[0].split()) if doc else item.name
+
+
+def claim_story(claim: str) -> str | None:
+    """A claim as Allure's Behaviors tree shows it: ``TASK-03: <fault> → <outcome>``, whole,
+    from the catalogue (None for an id it does not know)."""
+    catalogue = load_catalogue()
+    if claim not in catalogue:
+        return None
+    found = catalogue.get(claim)
+    return f"{found.id}: {found.fault} → {found.outcome}"
+
+
+def stories_of(item: pytest.Item, claims: Sequence[str]) -> list[str]:
+    """One story per claim (its catalogue text); the docstring's for ids it does not know."""
+    return [claim_story(c) or story_of(item) for c in claims]
+
+
+def title_of(item: pytest.Item, claims: Sequence[str]) -> str | None:
+    """The test's Allure title with its claim ids in front, or None when the test has an
+    ``@allure.title`` of its own (a team's title is left as it is)."""
+    if getattr(getattr(item, "obj", None), "__allure_display_name__", None):
+        return None
+    return claim_title(claims, item.name) if claims else None
 
 
 @dataclass(frozen=True)
@@ -41,6 +66,8 @@ class ItemLabels:
     links: tuple[tuple[str, str], ...]
     #: The Ray version, an *excluded* parameter (not part of Allure's historyId).
     ray_version: str
+    #: The test's name with its claim ids in front (None: no claim, or a title of its own).
+    title: str | None = None
 
 
 #: The Allure label naming the Docker engine a test's clusters ran on (its URL, no password).
@@ -55,9 +82,10 @@ def labels_of(item: pytest.Item, ray_version: str) -> ItemLabels:
     """
     claims = claims_of(item)
     return ItemLabels(
-        labels=(*claim_labels(claims, story_of(item)), (ENGINE_LABEL, engine_of(item))),
+        labels=(*claim_labels(claims, stories_of(item, claims)), (ENGINE_LABEL, engine_of(item))),
         links=tuple(claim_links(claims)),
         ray_version=ray_version,
+        title=title_of(item, claims),
     )
 
 
@@ -76,6 +104,8 @@ def label_running_test(item: pytest.Item, ray_version: str) -> None:
         allure.dynamic.label(name, value)
     for url, title in found.links:
         allure.dynamic.link(url, name=title)
+    if found.title is not None:
+        allure.dynamic.title(found.title)
 
 
 def label_claims(claims: Sequence[str]) -> None:
@@ -84,3 +114,4 @@ def label_claims(claims: Sequence[str]) -> None:
 
     for claim in claims:
         allure.dynamic.label("claim", claim)
+        allure.dynamic.tag(claim)

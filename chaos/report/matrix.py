@@ -7,10 +7,11 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from chaos.report.model import MEASUREMENTS, TestResult
+from chaos.report.model import GONE, MEASUREMENTS, TestResult
 
-#: A cell shows the worst result among its tests; worst first.
-STATUS_ORDER = ("failed", "broken", "finding", "skipped", "unknown", "passed")
+#: A cell shows the worst result among its tests; worst first. A finding that no longer
+#: reproduces asks for an edit (its marker), not an investigation: after failed and broken.
+STATUS_ORDER = ("failed", "broken", GONE, "finding", "skipped", "unknown", "passed")
 NOT_RUN = "not run"
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from chaos.errors import ChaosError
-from chaos.report.categories import NOT_ABOUT_RAY, categorize
+from chaos.report.categories import FINDING_GONE, NOT_ABOUT_RAY, categorize
 from chaos.report.claims import PARAMETER
 from chaos.report.properties import parse_properties
 from chaos.trials import trial_of_parameters
@@ -22,6 +22,9 @@ from chaos.trials import trial_of_parameters
 FINDING = re.compile(r"^(?:XFAIL )?FINDING:")
 #: pytest's report of a strict xfail whose test passed (the test fails).
 XPASS_STRICT = "[XPASS(strict)]"
+#: The effective status of a strict xfail whose test passed: a recorded finding that no longer
+#: reproduces. Never "failed": a fix in Ray must not read as a regression.
+GONE = "finding gone"
 MEASUREMENTS = "measurements"
 
 
@@ -56,7 +59,10 @@ class TestResult:
 
     @property
     def effective_status(self) -> str:
-        """``finding`` for an xfail whose reason starts with FINDING:, else the Allure status."""
+        """``finding`` for an xfail whose reason starts with FINDING:, ``finding gone`` for a
+        strict xfail that passed, else the Allure status (harness failures: ``broken``)."""
+        if self.strict_xpass:
+            return GONE
         if self.status == "skipped" and FINDING.match(self.message):
             return "finding"
         if self.status == "failed" and self.category in NOT_ABOUT_RAY:
@@ -67,6 +73,13 @@ class TestResult:
 
     @property
     def category(self) -> str | None:
+        """The Allure category, as Allure picks it from ``categories.json``.
+
+        A strict xfail that passed with no message (allure-pytest's own shape, before
+        raychaos gave it one) is filed where raychaos' message would file it.
+        """
+        if self.strict_xpass and not self.message:
+            return FINDING_GONE
         return categorize(self.status, self.message)
 
     @property

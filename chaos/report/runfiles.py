@@ -23,6 +23,7 @@ from chaos.report.categories import CATEGORIES, merge_categories
 from chaos.report.model import ray_version_of
 from chaos.report.properties import merge_properties
 
+#: The executor's name, and the start of it with a CI: how raychaos knows its own file.
 EXECUTOR = "raychaos"
 
 
@@ -89,24 +90,105 @@ class RunInfo:
         )
 
 
-def _build_url(env: Mapping[str, str]) -> str | None:
-    if env.get("GITHUB_RUN_ID") and env.get("GITHUB_REPOSITORY"):
-        server = env.get("GITHUB_SERVER_URL", "https://github.com")
-        return f"{server}/{env['GITHUB_REPOSITORY']}/actions/runs/{env['GITHUB_RUN_ID']}"
-    return env.get("BUILD_URL") or env.get("CI_JOB_URL") or None
+def _number(value: str | None) -> int | None:
+    return int(value) if value and value.isdigit() else None
+
+
+def _github(env: Mapping[str, str]) -> dict[str, Any] | None:
+    """GitHub Actions' default variables (``GITHUB_*``)."""
+    if not (env.get("GITHUB_RUN_ID") and env.get("GITHUB_REPOSITORY")):
+        return None
+    repo = f"{env.get('GITHUB_SERVER_URL') or 'https://github.com'}/{env['GITHUB_REPOSITORY']}"
+    run = f"{repo}/actions/runs/{env['GITHUB_RUN_ID']}"
+    attempt = _number(env.get("GITHUB_RUN_ATTEMPT"))
+    number = env.get("GITHUB_RUN_NUMBER") or env["GITHUB_RUN_ID"]
+    name = f"{env.get('GITHUB_WORKFLOW') or env['GITHUB_REPOSITORY']} #{number}"
+    if env.get("GITHUB_JOB"):
+        name += f" {env['GITHUB_JOB']}"
+    return {
+        "name": f"{EXECUTOR} (GitHub Actions)",
+        "type": "github",
+        "url": repo,
+        "buildOrder": _number(env.get("GITHUB_RUN_NUMBER")),
+        "buildName": name + (f" (attempt {attempt})" if attempt and attempt > 1 else ""),
+        "buildUrl": f"{run}/attempts/{attempt}" if attempt and attempt > 1 else run,
+    }
+
+
+def _gitlab(env: Mapping[str, str]) -> dict[str, Any] | None:
+    """GitLab CI's predefined variables (``CI_*``)."""
+    if not (env.get("GITLAB_CI") or env.get("CI_JOB_URL") or env.get("CI_PIPELINE_URL")):
+        return None
+    project = env.get("CI_PROJECT_PATH") or env.get("CI_PROJECT_NAME") or "GitLab CI"
+    number = env.get("CI_PIPELINE_IID") or env.get("CI_PIPELINE_ID") or "?"
+    job = f" {env['CI_JOB_NAME']}" if env.get("CI_JOB_NAME") else ""
+    return {
+        "name": f"{EXECUTOR} (GitLab CI)",
+        "type": "gitlab",
+        "url": env.get("CI_PROJECT_URL") or env.get("CI_SERVER_URL"),
+        "buildOrder": _number(env.get("CI_PIPELINE_IID") or env.get("CI_PIPELINE_ID")),
+        "buildName": f"{project} pipeline #{number}{job}",
+        "buildUrl": env.get("CI_JOB_URL") or env.get("CI_PIPELINE_URL"),
+    }
+
+
+def _jenkins(env: Mapping[str, str]) -> dict[str, Any] | None:
+    """Jenkins' environment (``BUILD_URL``, ``JOB_NAME``, ``BUILD_NUMBER``)."""
+    if not (env.get("JENKINS_URL") or (env.get("BUILD_URL") and env.get("JOB_NAME"))):
+        return None
+    job = env.get("JOB_NAME") or "Jenkins job"
+    return {
+        "name": f"{EXECUTOR} (Jenkins)",
+        "type": "jenkins",
+        "url": env.get("JOB_URL") or env.get("JENKINS_URL"),
+        "buildOrder": _number(env.get("BUILD_NUMBER")),
+        "buildName": f"{job} #{env.get('BUILD_NUMBER') or env.get('BUILD_ID') or '?'}",
+        "buildUrl": env.get("BUILD_URL"),
+    }
+
+
+def _generic_ci(env: Mapping[str, str]) -> dict[str, Any] | None:
+    """Any other CI: ``CI`` set, with ``BUILD_URL`` / ``BUILD_NUMBER`` / ``BUILD_ID`` if any."""
+    if env.get("CI", "").lower() not in ("true", "1", "yes"):
+        return None
+    number = env.get("BUILD_NUMBER") or env.get("BUILD_ID")
+    return {
+        "name": f"{EXECUTOR} (CI)",
+        "type": "ci",
+        "buildOrder": _number(env.get("BUILD_NUMBER")),
+        "buildName": f"CI build #{number}" if number else None,
+        "buildUrl": env.get("BUILD_URL"),
+    }
 
 
 def executor(run_id: str, ray_version: str, env: Mapping[str, str]) -> dict[str, Any]:
+    """``executor.json``: the CI build that ran the suite (GitHub Actions, GitLab CI, Jenkins,
+    any other CI setting ``CI``), from its variables; else this machine's run.
+
+    The name starts with ``raychaos`` (how a later run knows the file is its own); the run id
+    is in the build name, so a report leads back to ``reports/timelines`` and the reaper logs.
+    """
     data: dict[str, Any] = {
         "name": EXECUTOR,
         "type": "pytest",
         "buildName": f"raychaos run {run_id}",
         "reportName": f"Ray {ray_version} fault tolerance (raychaos)",
     }
-    url = _build_url(env)
-    if url:
-        data["buildUrl"] = url
+    for detect in (_github, _gitlab, _jenkins, _generic_ci):
+        found = detect(env)
+        if found is not None:
+            build = found.pop("buildName", None)
+            data.update({k: v for k, v in found.items() if v is not None})
+            if build:
+                data["buildName"] = f"{build} (raychaos run {run_id})"
+            break
     return data
+
+
+def ours(executor_json: object) -> bool:
+    """Whether an ``executor.json`` (parsed) was written by raychaos."""
+    name = executor_json.get("name") if isinstance(executor_json, dict) else None
+    return isinstance(name, str) and (name == EXECUTOR or name.startswith(f"{EXECUTOR} ("))
 
 
 def _gib(value: object) -> str:
@@ -243,7 +325,8 @@ def write_run_files(alluredir: Path, info: RunInfo, versions: set[str]) -> list[
 
     * ``categories.json``: the repository's categories kept, ours added after them or
       replaced by name (:func:`chaos.report.categories.merge_categories`).
-    * ``executor.json``: written when absent or written by raychaos; another's is kept.
+    * ``executor.json``: written when absent or written by raychaos (:func:`executor`: the
+      CI build from its variables); a team's own (any other name) is kept.
     * ``environment.properties``: the repository's keys kept, ours added (ours replace the
       same key, :func:`chaos.report.properties.merge_properties`).
 
@@ -265,7 +348,7 @@ def write_run_files(alluredir: Path, info: RunInfo, versions: set[str]) -> list[
         theirs = _read_json(path)
     except (OSError, ValueError) as exc:
         theirs = exc
-    if theirs is _ABSENT or (isinstance(theirs, dict) and theirs.get("name") == EXECUTOR):
+    if theirs is _ABSENT or ours(theirs):
         data = executor(info.run_id, info.ray_version, os.environ)
         write_atomic(path, json.dumps(data, indent=1))
     elif not isinstance(theirs, dict):

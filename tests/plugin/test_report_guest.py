@@ -167,7 +167,8 @@ def test_a_raychaos_run_merges_into_the_team_files(pytester: pytest.Pytester) ->
         assert (alluredir / "executor.json").read_bytes() == before["executor.json"]
         assert (alluredir / "earlier-result.json").read_bytes() == before["earlier-result.json"]
     results = _results(alluredir)
-    assert {"name": "claim", "value": "GCS-01"} in results["test_ours"]["labels"]
+    # A raychaos test's title carries its claim ids; the team's test keeps its name.
+    assert {"name": "claim", "value": "GCS-01"} in results["[GCS-01] test_ours"]["labels"]
     assert "parameters" not in results["test_theirs"]
 
 

@@ -8,6 +8,7 @@ result, or Allure would show a crashed test as a second test beside its history.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -138,8 +139,10 @@ def _by_name(alluredir: Path) -> dict[str, dict[str, Any]]:
     found: dict[str, dict[str, Any]] = {}
     for path in alluredir.glob("*-result.json"):
         data = json.loads(path.read_text())
-        assert data["name"] not in found, data["name"]
-        found[data["name"]] = data
+        # A raychaos test's title is its name with its claim ids in front.
+        name = re.sub(r"^\[[A-Z0-9, -]+\] ", "", data["name"])
+        assert name not in found, data["name"]
+        found[name] = data
     return found
 
 
@@ -175,6 +178,7 @@ def test_crash_facts_equal_what_allure_pytest_writes(
             assert "raychaos.ray_version" not in json.dumps(result.get("parameters", [])), name
             continue
         expected = mine["facts"]
+        assert result["name"] == expected["name"], name
         labels = [x for x in result["labels"] if x["name"] not in ("host", "thread")]
         assert sorted(labels, key=str) == sorted(expected["labels"], key=str), name
         for key in (

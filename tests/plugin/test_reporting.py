@@ -21,6 +21,7 @@ import pytest
 from chaos.cli import main
 from chaos.report.catalogue import load_catalogue
 from chaos.report.categories import CATEGORIES, categorize
+from chaos.report.labels import claim_story
 from chaos.report.matrix import worst
 from chaos.report.model import TestResult, fold_retries
 from chaos.report.properties import format_properties, parse_properties
@@ -132,6 +133,9 @@ def _no_docker(monkeypatch: pytest.MonkeyPatch) -> None:
     # When these tests run under xdist themselves, the inner runs must not think so too.
     for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
         monkeypatch.delenv(name, raising=False)
+    # The executor is this machine's run, also when these tests run in a CI job.
+    for name in ("CI", "GITHUB_RUN_ID", "GITLAB_CI", "CI_JOB_URL", "JENKINS_URL", "BUILD_URL"):
+        monkeypatch.delenv(name, raising=False)
 
 
 def _run(pytester: pytest.Pytester, *args: str) -> tuple[pytest.RunResult, Path]:
@@ -144,11 +148,15 @@ def _run(pytester: pytest.Pytester, *args: str) -> tuple[pytest.RunResult, Path]
 
 
 def _results(alluredir: Path) -> dict[str, dict[str, Any]]:
+    """Results by test name (a raychaos title is the name with the claim ids in front)."""
     found: dict[str, dict[str, Any]] = {}
     for path in alluredir.glob("*-result.json"):
         data = json.loads(path.read_text())
-        assert data["name"] not in found, f"two results for {data['name']}"
-        found[data["name"]] = data
+        claims = ", ".join(_labels(data, "claim"))
+        prefix = f"[{claims}] " if claims else ""
+        name = data["name"].removeprefix(prefix)
+        assert name not in found, f"two results for {name}"
+        found[name] = data
     return found
 
 
@@ -203,18 +211,22 @@ def _check_one_result_per_test(run: pytest.RunResult, alluredir: Path) -> None:
         assert _labels(crashed, "thread")[0].startswith("gw")
         assert crashed["parameters"][-1]["name"] == "raychaos.ray_version"
     call = results["test_crash_in_call"]
+    assert call["name"] == "[GCS-01, NODE-01] test_crash_in_call"  # as set-up would title it
     assert _labels(call, "claim") == ["GCS-01", "NODE-01"]
     assert _labels(call, "feature") == ["Head and GCS", "Nodes and raylets"]
     assert _labels(call, "severity") == ["blocker"]
-    assert _labels(call, "story") == ["The head survives a worker crash."]
+    assert _labels(call, "story") == [claim_story("GCS-01"), claim_story("NODE-01")]
+    assert _labels(call, "tag") == ["GCS-01", "NODE-01"]
     assert _labels(results["test_crash_in_setup"], "claim") == ["ACTOR-01"]
 
 
 def _check_labels_steps_and_attachments(alluredir: Path) -> None:
     retried = _results(alluredir)["test_retried"]
+    assert retried["name"] == "[TASK-01] test_retried"
     assert _labels(retried, "claim") == ["TASK-01"]
     assert _labels(retried, "feature") == ["Tasks"]
-    assert _labels(retried, "story") == ["A killed worker's task is retried."]
+    assert _labels(retried, "story") == [claim_story("TASK-01")]
+    assert _labels(retried, "tag") == ["TASK-01"]
     assert [link["url"] for link in retried["links"]] == [
         "https://docs.ray.io/en/latest/ray-core/fault_tolerance/tasks.html"
     ]
@@ -249,7 +261,7 @@ def _check_categories(alluredir: Path) -> None:
         "test_retried": None,
         "test_budget[1]": None,
         "test_budget[2]": None,
-        "test_finding": None,
+        "test_finding": "Finding: Ray differs from its docs",
         "test_contradiction": "Ray behaviour contradicts its docs",
         "test_timing": "Timing outside the documented window",
         "test_harness": "Harness or Docker error",
@@ -280,7 +292,7 @@ def _check_run_level_files(alluredir: Path) -> None:
 def _check_report(alluredir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """`raychaos report`: every claim id, each status, measurements, an inlined timeline."""
     out = tmp_path / "reports" / "summary.html"
-    assert main(["report", str(alluredir), "-o", str(out)]) == 0
+    assert main(["report", str(alluredir), "-o", str(out)]) == 1  # failed and broken results
     assert "raychaos: report" in capsys.readouterr().out
     page = out.read_text()
     claims = load_catalogue().ids

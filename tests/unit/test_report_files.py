@@ -15,7 +15,8 @@ from chaos.report.runfiles import RunInfo, raychaos_versions, write_run_files
 
 
 def test_claim_labels_take_the_worst_severity_and_each_feature_once() -> None:
-    labels = claim_labels(["ADVICE-01", "NODE-01", "NODE-02", "TASK-01"], "A story.")
+    claims = ["ADVICE-01", "NODE-01", "NODE-02", "TASK-01"]
+    labels = claim_labels(claims, ["A story.", "B story.", "A story."])
     assert labels == [
         ("epic", "Ray fault tolerance"),
         ("feature", "Runbook advice"),
@@ -23,21 +24,26 @@ def test_claim_labels_take_the_worst_severity_and_each_feature_once() -> None:
         ("feature", "Tasks"),
         ("severity", "critical"),
         ("story", "A story."),
+        ("story", "B story."),
         ("claim", "ADVICE-01"),
         ("claim", "NODE-01"),
         ("claim", "NODE-02"),
         ("claim", "TASK-01"),
+        ("tag", "ADVICE-01"),
+        ("tag", "NODE-01"),
+        ("tag", "NODE-02"),
+        ("tag", "TASK-01"),
     ]
-    assert ("severity", "blocker") in claim_labels(["TASK-01", "GCS-01"], "s")
-    assert ("severity", "minor") in claim_labels(["ADVICE-01"], "s")
-    assert claim_labels([], "s") == []
+    assert ("severity", "blocker") in claim_labels(["TASK-01", "GCS-01"], ["s"])
+    assert ("severity", "minor") in claim_labels(["ADVICE-01"], ["s"])
+    assert claim_labels([], ["s"]) == []
     assert worst_severity(["trivial", "minor", "normal"]) == "normal"
     assert SEVERITIES[0] == "blocker"
 
 
 def test_unknown_claim_ids_are_refused() -> None:
     with pytest.raises(ValueError, match="unknown claim id 'XYZ-01'"):
-        claim_labels(["XYZ-01"], "s")
+        claim_labels(["XYZ-01"], ["s"])
 
 
 def test_claim_links_one_per_page() -> None:
