@@ -230,7 +230,7 @@ OPTIONS: tuple[Option, ...] = (
         "RAYCHAOS_TRIALS",
         "1",
         "run every experiment this many times (ids test_x[2.60.0-trial2]); the report shows "
-        "passes out of N with a 95 % Wilson interval and windows as median and spread",
+        "passes out of N with a Wilson interval and windows as median and spread",
         _trials,
     ),
     Option(

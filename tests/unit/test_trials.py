@@ -50,3 +50,11 @@ def test_untrial_drops_only_the_trial_id(name: str, plain: str) -> None:
 def test_trial_of_allure_parameters() -> None:
     assert trial_of_parameters([{"name": "raychaos_trial", "value": "2", "excluded": True}]) == 2
     assert trial_of_parameters([{"name": "raychaos.ray_version", "value": "'2.60.0'"}]) is None
+
+
+def test_option_help_is_safe_for_argparse() -> None:
+    """argparse %-formats help strings: a bare % broke `pytest --help`."""
+    from chaos.settings import OPTIONS
+
+    for option in OPTIONS:
+        assert "%" not in option.help.replace("%%", ""), option.flag

@@ -142,7 +142,9 @@ def test_trials_share_one_allure_history_and_the_report_sees_them_together(
     )
     result.assert_outcomes(passed=1, failed=1, errors=1)
     runs = _results(alluredir)
-    assert sorted(r["name"] for r in runs) == [f"test_claim[2.60.0-trial{n}]" for n in (1, 2, 3)]
+    # The Allure title may carry more (the claims first); the test id ends it.
+    tests = {r["uuid"]: r["name"].rsplit(" ", 1)[-1] for r in runs}
+    assert sorted(tests.values()) == [f"test_claim[2.60.0-trial{n}]" for n in (1, 2, 3)]
     assert len({r["historyId"] for r in runs}) == 1, "trials share one history"
     assert len({r["testCaseId"] for r in runs}) == 1
     for run in runs:
@@ -155,8 +157,8 @@ def test_trials_share_one_allure_history_and_the_report_sees_them_together(
     # What a crashed worker's result would carry is the same identity.
     facts = json.loads((pytester.path / "facts.json").read_text())
     for run in runs:
-        assert facts[run["name"]]["historyId"] == run["historyId"]
-        assert facts[run["name"]]["testCaseId"] == run["testCaseId"]
+        assert facts[tests[run["uuid"]]]["historyId"] == run["historyId"]
+        assert facts[tests[run["uuid"]]]["testCaseId"] == run["testCaseId"]
     loaded = load_results(alluredir)
     assert len(loaded.tests) == 1, "folded into one test"
     assert len(loaded.runs) == 3, "with its three trials"
