@@ -209,9 +209,8 @@ class ClusterFactory:
             test_id=self.request.node.nodeid,
             workload_paths=self.workload_paths,
         )
-        title = (
-            f"boot: cluster {spec.name} ({describe_spec(spec)}) ≤ {seconds(spec.boot_timeout_s)}"
-        )
+        named = "" if spec.name == "cluster" else f" {spec.name}"
+        title = f"boot: cluster{named} ({describe_spec(spec)}) ≤ {seconds(spec.boot_timeout_s)}"
         if self.engine is None:
             cluster = Cluster(spec, backend, boot_slots=self.settings.boot_slots or None)
             self.clusters.append(cluster)

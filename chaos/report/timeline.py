@@ -76,9 +76,14 @@ def place(spans: Sequence[tuple[float, float]], rows: int, gap: float = 0.0) -> 
             ends.append(float("-inf"))
             row = len(ends) - 1
         if row is not None:
-            ends[row] = stop
+            ends[row] = max(ends[row], stop)
         chosen.append(row)
     return chosen
+
+
+def _span(x: float, width: float, xmax: float) -> tuple[float, float]:
+    """A label's extent: right of ``x``, or left of it where it would leave the plot."""
+    return (x, x + width) if x + width <= xmax else (x - width, x)
 
 
 def _merged(events: Sequence[Event]) -> list[tuple[float, str, bool]]:
@@ -247,10 +252,12 @@ def _faults(ax: Any, canvas: _Canvas, history: History, t0: float, end: float, b
         labels.append((inject.t - t0, f"{inject.get('fault')} {inject.get('target')}"))
     widths = [canvas.size(text, 8)[0] for _, text in labels]
     gap = canvas.size("m", 8)[0]
-    rows = place([(x, x + w) for (x, _), w in zip(labels, widths, strict=True)], _FAULT_ROWS, gap)
-    for (x, text), row in zip(labels, rows, strict=True):
+    spans = [_span(x, w, end) for (x, _), w in zip(labels, widths, strict=True)]
+    rows = place(spans, _FAULT_ROWS, gap)
+    for (x, text), (left, _), row in zip(labels, spans, rows, strict=True):
         if row is not None:
-            ax.text(x, base + 0.35 * row, text, fontsize=8, color=_FAULT, va="bottom")
+            ha = "left" if left == x else "right"
+            ax.text(x, base + 0.35 * row, text, fontsize=8, color=_FAULT, va="bottom", ha=ha)
     return max((r + 1 for r in rows if r is not None), default=0)
 
 
@@ -276,13 +283,16 @@ def _ticks(
     width_of = [canvas.size(label)[0] for _, label, _ in marks]
     height = canvas.size("Ag")[1] * 1.15
     gap = canvas.size("m")[0] * 0.6
-    spans = [(t - t0, t - t0 + w) for (t, _, _), w in zip(marks, width_of, strict=True)]
+    xmax = ax.get_xlim()[1]
+    spans = [_span(t - t0, w, xmax) for (t, _, _), w in zip(marks, width_of, strict=True)]
     rows = place(spans, _EVENT_ROWS, gap)
-    for (t, label, error), row in zip(marks, rows, strict=True):
+    for (t, label, error), (left, _), row in zip(marks, spans, rows, strict=True):
         colour = _ERROR if error else _EVENT
         ax.plot(t - t0, lane, marker="|", markersize=12, color=colour)
         if row is not None:
-            ax.text(t - t0, lane + 0.22 + height * row, label, fontsize=_FONT, color=colour)
+            ha = "left" if left == t - t0 else "right"
+            y = lane + 0.22 + height * row
+            ax.text(t - t0, y, label, fontsize=_FONT, color=colour, ha=ha)
 
 
 def _label(window: Window) -> str:
