@@ -8,6 +8,7 @@ writes them into the result of a test whose xdist worker died; both read them fr
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -85,6 +86,15 @@ def claim_title(claims: Sequence[str], name: str) -> str:
     """``[NODE-01, NODE-02] test_x[2.60.0]``: the claim ids in front of a test's name."""
     prefix = f"[{', '.join(claims)}] " if claims else ""
     return name if not prefix or name.startswith(prefix) else prefix + name
+
+
+_TITLE_PREFIX = re.compile(r"^\[[A-Z]+-\d+(?:, [A-Z]+-\d+)*\] ")
+
+
+def untitled(name: str) -> str:
+    """A test's name without the claim ids :func:`claim_title` put in front (results written
+    before titles carried them compare equal)."""
+    return _TITLE_PREFIX.sub("", name, count=1)
 
 
 def claim_links(claims: Sequence[str]) -> list[tuple[str, str]]:

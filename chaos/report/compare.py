@@ -29,6 +29,7 @@ from pathlib import Path
 
 from chaos.errors import ChaosError
 from chaos.report.catalogue import Catalogue
+from chaos.report.claims import untitled
 from chaos.report.coverage import (
     BROKEN,
     FAILED,
@@ -246,7 +247,7 @@ def trials(side: Side, claim: str) -> dict[str, list[float]]:
     for run in side.runs:
         if claim not in run.claims:
             continue
-        test = untrial(run.name).replace(side.release, "<ray>")
+        test = untrial(untitled(run.name)).replace(side.release, "<ray>")
         for name, value in _measurements(run, side.blobs).items():
             if name == "trials" and isinstance(value, dict):
                 for sub, listed in value.items():

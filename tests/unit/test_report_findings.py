@@ -18,7 +18,7 @@ import pytest
 from chaos.cli import main
 from chaos.report.catalogue import load_catalogue
 from chaos.report.categories import CATEGORIES, FINDING, FINDING_GONE, categorize
-from chaos.report.claims import claim_title
+from chaos.report.claims import claim_title, untitled
 from chaos.report.html import render_html
 from chaos.report.labels import claim_story, story_of
 from chaos.report.matrix import claim_matrix, worst
@@ -292,3 +292,6 @@ def test_titles_carry_the_claim_ids_in_front() -> None:
     assert claim_title(["NODE-01", "NODE-02"], "test_x") == "[NODE-01, NODE-02] test_x"
     assert claim_title(["NODE-01"], "[NODE-01] test_x") == "[NODE-01] test_x"
     assert claim_title([], "test_x") == "test_x"
+    for claims in (["NODE-01"], ["NODE-01", "OBJ-12"], []):
+        assert untitled(claim_title(claims, "test_x[2.60.0]")) == "test_x[2.60.0]"
+    assert untitled("[not a claim] test_x") == "[not a claim] test_x"
