@@ -187,7 +187,12 @@ def _dispatch(args: argparse.Namespace) -> int:
             from chaos.backends.docker.bench_processes import bench_processes, table
 
             rows, runs = bench_processes(
-                client, ImageBuilder(client), args.ray_version, args.runs, args.duration
+                client,
+                ImageBuilder(client),
+                args.ray_version,
+                args.runs,
+                args.duration,
+                progress=lambda line: print(line, file=sys.stderr),
             )
             text = json.dumps([[c.__dict__ for c in r] for r in runs], indent=1)
             print(text if args.json else table(rows, len(runs)))

@@ -30,6 +30,11 @@ SITE = "/opt/ray/lib/python3.11/site-packages/ray"
         ([PY, "-u", f"{SITE}/dashboard/dashboard.py", "--host=0.0.0.0"], "dashboard"),
         (["ray-dashboard-StateHead-0 (/opt/ray/bin/python -c ...)"], "dashboard module StateHead"),
         ([PY, "-u", f"{SITE}/dashboard/agent.py", "--node-ip-address=x"], "dashboard agent"),
+        # Its arguments name the raylet's socket: still the agent.
+        (
+            [PY, f"{SITE}/dashboard/agent.py", "--raylet-name=/tmp/ray/s/sockets/raylet"],
+            "dashboard agent",
+        ),
         ([PY, "-u", f"{SITE}/_private/runtime_env/agent/main.py"], "runtime-env agent"),
         ([PY, "-u", f"{SITE}/_private/log_monitor.py", "--session-dir=x"], "log monitor"),
         ([PY, "-u", f"{SITE}/autoscaler/_private/monitor.py"], "autoscaler monitor"),
@@ -69,14 +74,20 @@ def test_sampled_argv_starts_the_sampler_then_execs_ray_start() -> None:
 
 
 def _sample() -> dict[str, object]:
-    def proc(argv: list[str], start: float, cpu: float, rss_mib: float, sockets: object) -> object:
+    def proc(
+        argv: list[str], start: float, cpu: float, rss_mib: float, sockets: object
+    ) -> dict[str, object]:
         return {"argv": argv, "start": start, "cpu_s": cpu, "rss": rss_mib * 2**20,
                 "sockets": sockets, "alive": True}  # fmt: skip
 
     return {
         "pid": 99,
         "procs": {
-            "10": proc([PY, "/opt/ray/bin/ray", "start", "--head"], 1000.0, 2.5, 80, []),
+            "10": {
+                **proc([PY, "/opt/ray/bin/ray", "start", "--head"], 1000.0, 2.5, 80, []),
+                "alive": False,
+                "last": 1008.5,
+            },
             "11": proc([f"{SITE}/gcs_server"], 1001.0, 0.8, 40, [[6379, 1001.4]]),
             "12": proc([f"{SITE}/raylet/raylet"], 1002.0, 1.0, 50, [[40001, 1003.0]]),
             "13": proc(["ray-dashboard-StateHead-0"], 1004.0, 1.5, 70, []),
@@ -90,7 +101,8 @@ def _sample() -> dict[str, object]:
 def test_costs_are_timed_from_ray_start() -> None:
     costs = {c.kind: c for c in costs_of("head", "head", _sample())}
     assert "sleep" not in str(costs)
-    assert (costs["ray start"].started_s, costs["ray start"].cpu_s) == (0.0, 2.5)
+    start = costs["ray start"]
+    assert (start.started_s, start.ready_s, start.cpu_s) == (0.0, 8.5, 2.5), "ready: returned"
     gcs = costs["gcs_server"]
     assert (gcs.started_s, gcs.ready_s, gcs.ports, gcs.rss_mib) == (1.0, 1.4, (6379,), 40.0)
     assert costs["log monitor"].ready_s is None, "listens on nothing"

@@ -78,6 +78,7 @@ def sample(now):
             continue
         try:
             s = stat(pid)
+            s["last"] = now
             if pid not in procs:
                 argv = open("/proc/%s/cmdline" % pid, "rb").read().split(b"\0")
                 s["argv"] = [a.decode(errors="replace") for a in argv if a]
@@ -112,8 +113,8 @@ os.replace(tmp, OUTPUT)
 
 #: (pattern on the command line, what the process is), first match wins.
 KINDS: tuple[tuple[str, str], ...] = (
-    (r"gcs_server", "gcs_server"),
-    (r"/raylet\b", "raylet"),
+    (r"^\S*/gcs_server(?:\s|$)", "gcs_server"),
+    (r"^\S*/raylet(?:\s|$)", "raylet"),
     (r"dashboard/dashboard\.py", "dashboard"),
     (r"^ray-dashboard-(\w+?)(?:-\d+)?\b", "dashboard module {0}"),
     (r"dashboard/agent\.py", "dashboard agent"),
@@ -155,7 +156,8 @@ class ProcessCost:
     kind: str
     #: Seconds after the node's ``ray start`` began.
     started_s: float
-    #: When its first listening port appeared (None: it listens on nothing).
+    #: When its first listening port appeared (None: it listens on nothing); for ``ray start``
+    #: when it returned.
     ready_s: float | None
     ports: tuple[int, ...]
     cpu_s: float
@@ -176,13 +178,16 @@ def costs_of(node: str, role: str, sample: dict[str, Any]) -> list[ProcessCost]:
         if kind is None:
             continue
         sockets = p.get("sockets", [])
+        ready = min(float(t) for _, t in sockets) if sockets else None
+        if kind == "ray start" and not p.get("alive"):
+            ready = float(p.get("last", p["start"]))  # returned within one sample of this
         found.append(
             ProcessCost(
                 node=node,
                 role=role,
                 kind=kind,
                 started_s=round(float(p["start"]) - zero, 2),
-                ready_s=round(min(float(t) for _, t in sockets) - zero, 2) if sockets else None,
+                ready_s=round(ready - zero, 2) if ready is not None else None,
                 ports=tuple(sorted(int(port) for port, _ in sockets)),
                 cpu_s=round(float(p["cpu_s"]), 2),
                 rss_mib=round(float(p["rss"]) / 2**20, 1),
@@ -292,7 +297,8 @@ def summarise(runs: Sequence[Sequence[ProcessCost]]) -> list[Row]:
 
 def table(rows: Iterable[Row], runs: int) -> str:
     lines = [
-        f"Ray processes per node ({runs} boot(s), medians; worker and driver rows are per node)",
+        f"Ray processes per node ({runs} boot(s), medians; worker and driver rows are per node; "
+        "ready = first port listening, for ray start = returned)",
         "",
         "| node | process | count | started (s) | ready (s) | CPU (s) | RSS (MiB) |",
         "|---|---|---|---|---|---|---|",
