@@ -14,6 +14,7 @@ All timestamps are wall-clock ``time.time()`` (comparable with host-side events)
 
 from __future__ import annotations
 
+import importlib
 import os
 import re
 import signal
@@ -64,8 +65,17 @@ def describe(exc: BaseException) -> dict[str, Any]:
 
 
 def connect() -> str:
-    """ray.init() once; emit ``driver_connected`` with the knobs; return the driver node id."""
+    """ray.init() once; emit ``driver_connected`` with the knobs; return the driver node id.
+
+    The State API is imported before ``ray.init()``: it pulls in ``ray.autoscaler``, which the
+    driver's log thread also imports (``worker.py`` ``filter_autoscaler_events``, on the first
+    autoscaler event line). Two threads importing them at once raise "cannot import name …
+    from partially initialized module 'ray.autoscaler._private.util'" in both: 5 of 30 tries
+    on 2.50.1, 3 of 30 on 2.55.1, 0 of 30 on 2.60.0 (TASK-03 failed so on 2.50.1).
+    """
     if not ray.is_initialized():
+        for module in ("ray.autoscaler.v2.utils", "ray.util.state"):
+            importlib.import_module(module)  # before ray.init() starts the log thread
         ray.init()
     me = node_id()
     emit("driver_connected", driver_node=me, knobs=knobs(), ray_version=ray.__version__)
