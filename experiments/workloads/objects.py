@@ -15,12 +15,14 @@ and let the workload detect the death itself (it polls ``ray.nodes()``).
 
 from __future__ import annotations
 
+import glob
 import os
+import re
 import time
 from typing import Any
 
 import ray
-from raychaos_agent import emit, node_id, node_id_of, pin
+from raychaos_agent import emit, node_id, node_id_of, pin, until
 
 from workloads.tasks import (
     _token,
@@ -33,6 +35,8 @@ from workloads.tasks import (
 )
 
 MB = 1024 * 1024
+#: Where every node writes Ray's logs (the cluster plan's RAY_LOGS).
+RAY_LOGS = "/tmp/ray/session_latest/logs"
 
 
 @ray.remote(num_cpus=1)
@@ -163,23 +167,55 @@ def lineage_reconstruction(
     return out
 
 
+def _locations(ref: Any) -> list[str]:
+    """The node ids the owner's object directory lists for ``ref`` (plasma copies).
+
+    ``ray.experimental.get_object_locations`` (exported in ``ray.experimental.__all__`` in
+    every release read, 2.50.1 to 2.60.0) asks the owner, which records a node when its raylet
+    reports the copy added, and drops it when the copy is evicted or the node dies.
+    """
+    from ray.experimental import get_object_locations
+
+    return sorted(get_object_locations([ref], timeout_ms=5000).get(ref, {}).get("node_ids", []))
+
+
 def put_secondary_copy(
     copy_on: str = "worker-1",
     read_on: str = "worker-2",
     size_mb: float = 4,
+    locate_s: float = 30.0,
 ) -> dict[str, Any]:
     """OBJ-04: ``ray.put`` in the driver (primary copy pinned on the driver node); a task on
-    ``copy_on`` reads it, making a secondary copy there. Emits ``secondary_copy`` (fields
-    ``node_id``, ``node_name``) — HOST: kill ``copy_on``. After the death is seen, a task on
-    ``read_on`` and the driver read the object. Expected: both succeed.
+    ``copy_on`` reads it, making a secondary copy there. Before the strike the owner must list
+    both copies (``locations_before``: the driver node and ``copy_on``, polled up to
+    ``locate_s``: the copy's node reports it asynchronously); a copy never listed is a set-up
+    failure (raises). Emits ``secondary_copy`` (fields ``node_id``, ``node_name``,
+    ``locations``) — HOST: kill ``copy_on``. After the death is seen, a task on ``read_on`` and
+    the driver read the object. Expected: both succeed. ``locations_after``: what the owner
+    lists then (``copy_on`` gone once the death is processed).
     """
-    connect()
+    me = connect()
     ref = ray.put(bytes([3]) * int(size_mb * MB))
     first = ray.get(_consume.options(scheduling_strategy=pin(copy_on)).remote(ref), timeout=120)
-    emit("secondary_copy", node_id=first["node_id"], node_name=name_of(first["node_id"]))
+    both = sorted({me, first["node_id"]})
+    seen = until(lambda: _locations(ref), lambda ids: set(both) <= set(ids), locate_s)
+    if not set(both) <= set(seen):
+        raise RuntimeError(f"the owner never listed the copy on {copy_on}: {seen}, want {both}")
+    emit(
+        "secondary_copy",
+        node_id=first["node_id"],
+        node_name=name_of(first["node_id"]),
+        locations=seen,
+    )
     dead = wait_node_dead(first["node_id"], wait_s=90)
-    out: dict[str, Any] = {"copy": first, "t_dead_seen": dead["t_dead_seen"]}
+    out: dict[str, Any] = {
+        "copy": first,
+        "driver_node_id": me,
+        "locations_before": seen,
+        "t_dead_seen": dead["t_dead_seen"],
+    }
     out.update(_read(ref, "both", read_on, 60))
+    out["locations_after"] = _locations(ref)
     return out
 
 
@@ -263,35 +299,82 @@ def owner_died(
     return out
 
 
+#: The owner's core-worker log lines around lineage eviction (src/ray/core_worker/
+#: task_manager.cc, CompletePendingTask), in every release read (2.50.1 to 2.60.0).
+_EXCEEDS = re.compile(
+    r"Total lineage size is ([-0-9.e+]+)MB, which exceeds the limit of ([-0-9.e+]+)MB"
+)
+_EVICTED = re.compile(r"Evicted ([-0-9.e+]+)MB of task lineage")
+
+
+def _owner_log() -> str | None:
+    """This driver's own core-worker log (``python-core-driver-<worker id>_<pid>.log``)."""
+    wid = ray.get_runtime_context().get_worker_id()
+    paths = glob.glob(f"{RAY_LOGS}/python-core-driver-{wid}_{os.getpid()}.log")
+    return paths[0] if paths else None
+
+
+def _lineage_log() -> dict[str, Any]:
+    """What the owner logged about lineage eviction: each budget overrun (total and limit,
+    bytes, as printed in MB with 6 significant digits) and each eviction's bytes."""
+    path = _owner_log()
+    if path is None:
+        return {"path": None, "exceeded": [], "evicted": []}
+    with open(path, errors="replace") as log:
+        text = log.read()
+    return {
+        "path": path,
+        "exceeded": [
+            {"total": round(float(t) * 1e6), "limit": round(float(m) * 1e6)}
+            for t, m in _EXCEEDS.findall(text)
+        ],
+        "evicted": [round(float(b) * 1e6) for b in _EVICTED.findall(text)],
+    }
+
+
 def lineage_evicted(
     on: str = "worker-1",
-    count: int = 12,
+    count: int = 7,
     pad_kb: int = 20,
     size_mb: float = 2,
     max_retries: int = 3,
     get_timeout_s: float = 60.0,
+    log_wait_s: float = 15.0,
 ) -> dict[str, Any]:
     """OBJ-06: ``count`` producers soft-pinned to ``on``, each with a ``pad_kb`` KiB inline
-    argument so each task spec (its lineage) weighs about ``pad_kb`` KiB. Run the cluster with
-    ``RAY_max_lineage_bytes`` below ``count * pad_kb`` KiB (e.g. 100000): the owner (this
-    driver) evicts the oldest lineage. Emits ``object_ready`` (``node_id``, ``node_name``) when
-    all outputs sit on ``on`` — HOST: kill it. Then each object is read by the driver, oldest
-    first. Expected: old objects ``ObjectReconstructionFailedError`` reason LINEAGE_EVICTED,
-    the newest ones reconstructed. Returns per-object outcome and the executions per object.
+    argument so each task spec (its lineage) weighs a little over ``pad_kb`` KiB. Run the
+    cluster with ``RAY_max_lineage_bytes`` below ``count * pad_kb`` KiB (e.g. 100000).
+
+    The producers run **one at a time**: each is submitted once the previous one finished and
+    the owner processed its completion (an actor round trip after ``ray.wait``: the owner
+    handles replies on one event loop, in order), so every budget check and eviction happens
+    at a known completion with no task pending. Ray checks the budget when a retryable task
+    finishes and then evicts the oldest lineage (the owner's FIFO of reconstructable objects).
+
+    Emits ``object_ready`` (``node_id``, ``node_name``) when all outputs sit on ``on`` — HOST:
+    kill it. Then each object is read by the driver, oldest first. Returns per-object
+    outcome (``error`` as class, bases and ``reason``) and executions; ``lineage_log``: what
+    the owner's log says about the budget (``exceeded``: total and limit in bytes;
+    ``evicted``: bytes Ray reports evicting), polled up to ``log_wait_s``; and
+    ``overruns_after_completion``: how many overruns the log held after each completion (the
+    owner writes these lines at once: seen on 2.50.1 and 2.60.0 right after the completion).
     """
     connect()
     tally = make_tally()
     pad = os.urandom(pad_kb * 1024)
     keys = [_token(f"lin{i}") for i in range(count)]
-    refs = [
-        _produce.options(
+    refs = []
+    overruns: list[int] = []
+    for k in keys:
+        ref = _produce.options(
             name=k, max_retries=max_retries, scheduling_strategy=pin(on, soft=True)
         ).remote(tally, k, size_mb, pad)
-        for k in keys
-    ]
-    ready, _ = ray.wait(refs, num_returns=len(refs), fetch_local=False, timeout=180)
-    if len(ready) != len(refs):
-        raise RuntimeError("producers did not all finish")
+        ready, _ = ray.wait([ref], fetch_local=False, timeout=120)
+        if not ready:
+            raise RuntimeError(f"producer {k} did not finish")
+        refs.append(ref)
+        ray.get(tally.get.remote(k))  # after the owner's completion handler: see docstring
+        overruns.append(len(_lineage_log()["exceeded"]))
     wheres = {ray.get(tally.get.remote(k))[0]["node_id"] for k in keys}
     if len(wheres) != 1:
         raise RuntimeError(f"outputs spread over several nodes: {wheres}")
@@ -303,16 +386,20 @@ def lineage_evicted(
         "t_dead_seen": dead["t_dead_seen"],
         "objects": [],
         "RAY_max_lineage_bytes": lineage_cap,
+        "pad_bytes": len(pad),
+        "overruns_after_completion": overruns,
     }
     for i, (k, ref) in enumerate(zip(keys, refs, strict=True)):
         row: dict[str, Any] = {"index": i}
         try:
             value = ray.get(ref, timeout=get_timeout_s)
             row["ok"] = len(value)
+            row["error"] = None
         except Exception as exc:  # noqa: BLE001
             err = describe(exc)
             row["error"] = {k2: err.get(k2) for k2 in ("type", "bases", "reason")}
             row["message_head"] = err["message"][-300:]
         row["executions"] = len(ray.get(tally.get.remote(k)))
         out["objects"].append(row)
+    out["lineage_log"] = until(_lineage_log, lambda seen: bool(seen["exceeded"]), log_wait_s)
     return out
