@@ -40,6 +40,9 @@ new finding, finding no longer reproduces (a recorded finding that passes, pytes
 .reason in the message or measurements differs), window moved (only when a side repeated a
 test: several results of one historyId, or a list / "trials" mapping in its measurements;
 moved = the two sides' ranges do not overlap), changed, missing on one side, unchanged.
+With --raychaos-trials a claim's verdict is its worst trial, and a drop in passes is a
+regression only beyond trial noise: every base trial passed and a candidate trial did not, or
+the candidate's 95 % Wilson interval lies wholly below the base's.
 Markdown on stdout, an HTML page in -o. Exit 1 on any regression, 2 on a usage error, else 0.
 Two releases in one directory: `raychaos compare DIR` (when it holds exactly two; the older is
 the base) or `raychaos compare DIR DIR --base-version A --candidate-version B`."""
