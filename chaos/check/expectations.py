@@ -46,6 +46,11 @@ RETRIES_DISABLED = "OBJECT_UNRECONSTRUCTABLE_RETRIES_DISABLED"
 MAX_ATTEMPTS_EXCEEDED = "OBJECT_UNRECONSTRUCTABLE_MAX_ATTEMPTS_EXCEEDED"
 LINEAGE_EVICTED = "OBJECT_UNRECONSTRUCTABLE_LINEAGE_EVICTED"
 
+#: ``raylet_rpc_server_reconnect_timeout_s``'s default where it exists (before 2.51.0: see
+#: ``raylet_unavailable_backoff``): 2.50.1's owner logged "has been unavailable for more than
+#: 60 seconds" with the knob unset.
+RAYLET_RECONNECT_TIMEOUT_S = 60
+
 
 class NotChecked(ChaosError):
     """No evidence was read for this release: raychaos does not guess Ray's behaviour."""
@@ -224,6 +229,67 @@ EXPECTATIONS: tuple[Expectation, ...] = (
             "many heartbeats') and raylet ('received SIGTERM') of each. First release not "
             "pinned: before 2.50.1 not checked"
         ),
+    ),
+    Expectation(
+        name="raylet_unavailable_backoff",
+        since="2.51.0",
+        then=(
+            "raylet_rpc_server_reconnect_timeout_base_s (1 s) doubling to _max_s (60 s): a "
+            "call to an unreachable raylet is re-checked against the GCS within seconds"
+        ),
+        before=(
+            "raylet_rpc_server_reconnect_timeout_s: the caller asks the GCS whether an "
+            "unreachable raylet's node is dead only after that one wait (default 60 s)"
+        ),
+        evidence=(
+            "ray/_raylet.so knob names: 2.50.1 has raylet_rpc_server_reconnect_timeout_s; "
+            "2.51.0, 2.51.1, 2.51.2, 2.52.0, 2.53.0, 2.54.0, 2.55.1, 2.59.0 and 2.60.0 have "
+            "raylet_rpc_server_reconnect_timeout_base_s/_max_s instead. The raylet client is a "
+            "RetryableGrpcClient whose unavailable-timeout callback (raylet_client_pool.cc "
+            "GetDefaultUnavailableTimeoutCallback) asks the GCS and disconnects a dead node's "
+            "client, failing its pending RequestWorkerLease. Measured on 2.50.1 (TASK-05): the "
+            "retry's lease went to the killed node's raylet; the owner logged 'Raylet <ip> has "
+            "been unavailable for more than 60 seconds' 60.0 s after 'Will resubmit task', "
+            "then 'Disconnecting raylet client because its node is dead' (retry done 60.9 s and "
+            "60.8 s after the kill); with RAY_raylet_rpc_server_reconnect_timeout_s=15 it was "
+            "done after 15.7 s (node DEAD at 6.0 s). Ray's own "
+            "reconstruction tests set raylet_rpc_server_reconnect_timeout_s=0 'for reducing "
+            "the retry time of RequestWorkerLease'"
+        ),
+        read=(
+            "2.50.1",
+            "2.51.0",
+            "2.51.1",
+            "2.51.2",
+            "2.52.0",
+            "2.53.0",
+            "2.54.0",
+            "2.55.1",
+            "2.59.0",
+            "2.60.0",
+        ),
+    ),
+    Expectation(
+        name="owner_death_cause",
+        since="2.51.0",
+        then="OWNER_DIED",
+        before="REF_DELETED",
+        evidence=(
+            "The GCS learns a non-detached actor's owner died two ways: the raylet's "
+            "worker-exit report (GcsActorManager::OnWorkerDead: OWNER_DIED) and the failure of "
+            "its WaitForActorRefDeleted long-poll to the owner (PollOwnerForActorRefDeleted: "
+            "'Worker <id> failed, destroying actor child', GenActorRefDeletedCause). 2.50.1's "
+            "gcs_server makes that poll a plain RPC, so its failure wins: the child died "
+            "REF_DELETED in 8 of 8 owner SIGKILLs (gcs_server.out: the poll's failure 3 ms "
+            "before 'Reporting worker exit'). From 2.51.0 (ray-project/ray#57116, 'Make "
+            "WaitForActorRefDeleted RPC fault tolerant') the poll goes through a "
+            "RetryableGrpcClient (ray/core/src/ray/gcs/gcs_server of 2.51.0, 2.52.0, 2.53.0, "
+            "2.54.0, 2.55.1 and 2.60.0 holds its RetryableGrpcClient instantiations for "
+            "WaitForActorRefDeleted; 2.50.1's none) and a retryable failure no longer "
+            "destroys the child: OWNER_DIED in 6 of 6 on 2.60.0. Either way the child dies "
+            "with its owner and is not restarted"
+        ),
+        read=("2.50.1", "2.51.0", "2.52.0", "2.53.0", "2.54.0", "2.55.1", "2.60.0"),
     ),
     Expectation(
         name="rocksdb_gcs",

@@ -138,6 +138,8 @@ def test_pinned_first_releases() -> None:
         "lost_max_attempts_exceeded_error": "2.54.0",
         "lost_lineage_evicted_error": "2.54.0",
         "owner_died_location": "2.56.0",
+        "owner_death_cause": "2.51.0",
+        "raylet_unavailable_backoff": "2.51.0",
         "rocksdb_gcs": "2.57.0",
     }
 
