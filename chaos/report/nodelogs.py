@@ -46,7 +46,7 @@ def _tail_script(directory: str) -> str:
         f"cd {shlex.quote(directory)} 2>/dev/null || {{ echo '(no Ray logs in {directory})'; "
         "exit 0; }; "
         'echo "== Ray logs in $(pwd -P) =="; ls -l | head -n 60; '
-        f'for f in {names}; do [ -f "$f" ] || continue; '
+        f'for f in {names}; do [ -s "$f" ] || continue; '
         f'echo; echo "== $f ($(wc -c < "$f") bytes; the last {TAIL_BYTES}) =="; '
         f'tail -c {TAIL_BYTES} "$f"; done'
     )
