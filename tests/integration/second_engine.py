@@ -10,10 +10,19 @@ have one ID). Networking is kept out of the first engine's way:
 - ``--iptables=false``: a dockerd with iptables on removes and recreates the DOCKER chains at
   start (libnetwork's ``removeIPChains``), which would wipe the rules of the engine already
   running here. raychaos's networks are ``internal`` and the host has no address on them
-  (``inhibit_ipv4``), so without a route in or out nothing else is needed; the faults'
-  iptables rules live inside the containers' own network namespaces.
-- ``--bridge raychaos-e2``: a default bridge of its own (``--bridge none`` makes dockerd delete
-  the host's ``docker0``, which the main engine's builds need);
+  (``inhibit_ipv4``), so no route in or out is needed; the faults' iptables rules live inside
+  the containers' own network namespaces.
+- **One FORWARD rule of its own** (:meth:`SecondEngine.allow_bridged`): with ``br_netfilter``
+  loaded (``net.bridge.bridge-nf-call-iptables=1``, which the first dockerd sets), frames
+  crossing *any* bridge traverse the host's iptables FORWARD chain, whose policy the first
+  dockerd sets to DROP; it accepts only its own bridges. Without a rule, containers on this
+  engine's networks cannot reach each other: the head comes up alone, ``ray start`` on the
+  other nodes waits for the GCS forever and the readiness probe times out. The rule lives in
+  a chain named after this engine (``RAYCHAOS-<hash>``, jumped to from FORWARD) and accepts
+  bridged traffic inside this engine's address pool only; stopping removes the jump and
+  the chain. Docker's own chains are never touched.
+- ``--bridge rce2-<hash>``: a default bridge of its own (``--bridge none`` makes dockerd
+  delete the host's ``docker0``, which the main engine's builds need);
   ``--default-address-pool`` on 10.213.0.0/16, apart from the first engine's ranges.
 
 Used by ``tests/integration/test_engines.py`` (a session fixture) and runnable by hand or from
@@ -25,7 +34,8 @@ CI::
 Stopping: remove every container and network through the API, SIGTERM the daemon (SIGKILL
 after a grace), end what it left (its containerd and shims, by PID, found by their command
 lines naming its exec root), unmount what is mounted below its roots, delete the bridges it
-made, remove both roots. Only processes this engine started are ever signalled.
+made and its FORWARD chain, remove both roots. Only processes this engine started are ever
+signalled.
 """
 
 from __future__ import annotations
@@ -47,7 +57,8 @@ import docker
 import docker.errors
 
 #: Stays clear of Docker's default pools (172.17-31.0.0/16, 192.168.0.0/16).
-ADDRESS_POOL = "base=10.213.0.0/16,size=24"
+POOL = "10.213.0.0/16"
+ADDRESS_POOL = f"base={POOL},size=24"
 START_WITHIN_S = 90.0
 #: The engine's own processes: the daemon, its containerd, the containers' shims.
 _PROGRAMS = ("dockerd", "containerd")
@@ -68,8 +79,27 @@ class SecondEngine:
 
     def __post_init__(self) -> None:
         if self.exec_root == Path():
-            digest = hashlib.sha256(str(self.base).encode()).hexdigest()[:10]
-            self.exec_root = Path("/run") / f"raychaos-engine-{digest}"
+            self.exec_root = Path("/run") / f"raychaos-engine-{self.digest}"
+
+    @property
+    def digest(self) -> str:
+        """Names this engine's host objects apart from another second engine's."""
+        return hashlib.sha256(str(self.base).encode()).hexdigest()[:10]
+
+    @property
+    def bridge(self) -> str:
+        """Its default bridge (an interface name: at most 15 characters)."""
+        return f"rce2-{self.digest[:8]}"
+
+    @property
+    def bridge_cidr(self) -> str:
+        """The default bridge's address: a /24 of 10.214.0.0/16 picked by the digest."""
+        return f"10.214.{int(self.digest, 16) % 254 + 1}.1/24"
+
+    @property
+    def chain(self) -> str:
+        """Its iptables chain (names are at most 28 characters)."""
+        return f"RAYCHAOS-{self.digest}"
 
     @property
     def socket(self) -> Path:
@@ -112,7 +142,7 @@ class SecondEngine:
             # docker0 at start (daemon_unix.go removeDefaultBridgeInterface), breaking the
             # main engine's builds.
             "--bridge",
-            OWN_BRIDGE,
+            self.bridge,
             "--iptables=false",
             "--ip-masq=false",
             "--default-address-pool",
@@ -135,8 +165,9 @@ class SecondEngine:
         if self.storage_driver:
             config["storage-driver"] = self.storage_driver
         (self.base / "daemon.json").write_text(json.dumps(config))
-        _own_bridge()
-        self.bridges.add(OWN_BRIDGE)
+        _own_bridge(self.bridge, self.bridge_cidr)
+        self.bridges.add(self.bridge)
+        self.allow_bridged()
         started = time.monotonic()
         with self.log.open("ab") as log:
             proc = subprocess.Popen(
@@ -228,6 +259,7 @@ class SecondEngine:
         for bridge in sorted(self.bridges - {"docker0"}):  # the main engine's, never ours
             if Path("/sys/class/net", bridge).exists():
                 subprocess.run(["ip", "link", "delete", bridge], capture_output=True, check=False)
+        problems += self.disallow_bridged()
         for root in (self.exec_root, self.base):
             shutil.rmtree(root, ignore_errors=True)
             if root.exists():
@@ -240,7 +272,39 @@ class SecondEngine:
         found += [f"mount {point}" for point in self._mounts()]
         found += [f"bridge {b}" for b in sorted(self.bridges) if Path("/sys/class/net", b).exists()]
         found += [f"directory {root}" for root in (self.base, self.exec_root) if root.exists()]
+        if _iptables("-n", "-L", self.chain).returncode == 0:
+            found.append(f"iptables chain {self.chain}")
         return found
+
+    # -- the host's FORWARD chain ----------------------------------------------------------------
+    def allow_bridged(self) -> None:
+        """Let this engine's containers reach each other across their network's bridge.
+
+        ``br_netfilter`` sends bridged frames through the host's FORWARD chain, whose policy
+        the first dockerd sets to DROP (it accepts only its own bridges). One rule in a chain
+        of this engine's own: bridged (``physdev``) traffic with both ends in its address pool.
+        Bridged traffic never leaves its bridge, so clusters stay apart from each other and
+        from the host (which has no address on their networks).
+        """
+        if _iptables("-n", "-L", self.chain).returncode != 0:
+            _iptables("-N", self.chain, check=True)
+        _iptables("-F", self.chain, check=True)
+        rule = ["-s", POOL, "-d", POOL, "-m", "physdev", "--physdev-is-bridged", "-j", "ACCEPT"]
+        _iptables("-A", self.chain, *rule, check=True)
+        if _iptables("-C", "FORWARD", "-j", self.chain).returncode != 0:
+            # First: ahead of the first engine's DOCKER-USER and isolation jumps.
+            _iptables("-I", "FORWARD", "1", "-j", self.chain, check=True)
+
+    def disallow_bridged(self) -> list[str]:
+        """Remove the jump and the chain :meth:`allow_bridged` made (what failed, if any)."""
+        if _iptables("-n", "-L", self.chain).returncode != 0:
+            return []
+        while _iptables("-C", "FORWARD", "-j", self.chain).returncode == 0:
+            if _iptables("-D", "FORWARD", "-j", self.chain).returncode != 0:
+                break
+        _iptables("-F", self.chain)
+        removed = _iptables("-X", self.chain)
+        return [] if removed.returncode == 0 else [f"iptables chain {self.chain}: {removed.stderr}"]
 
     def _empty(self, problems: list[str]) -> None:
         """Remove every container and network while the engine answers (and note the bridges
@@ -314,17 +378,19 @@ class SecondEngine:
         return "(no log)"
 
 
-#: The second engine's default bridge and its address (outside both engines' pools).
-OWN_BRIDGE = "raychaos-e2"
-OWN_BRIDGE_CIDR = "10.214.0.1/24"
-
-
-def _own_bridge() -> None:
+def _own_bridge(name: str, cidr: str) -> None:
     """Create the second engine's default bridge (dockerd needs a named bridge to exist)."""
-    if not Path("/sys/class/net", OWN_BRIDGE).exists():
-        subprocess.run(["ip", "link", "add", OWN_BRIDGE, "type", "bridge"], check=True)
-        subprocess.run(["ip", "addr", "add", OWN_BRIDGE_CIDR, "dev", OWN_BRIDGE], check=True)
-    subprocess.run(["ip", "link", "set", OWN_BRIDGE, "up"], check=True)
+    if not Path("/sys/class/net", name).exists():
+        subprocess.run(["ip", "link", "add", name, "type", "bridge"], check=True)
+        subprocess.run(["ip", "addr", "add", cidr, "dev", name], check=True)
+    subprocess.run(["ip", "link", "set", name, "up"], check=True)
+
+
+def _iptables(*args: str, check: bool = False) -> subprocess.CompletedProcess[str]:
+    """The host's filter table; ``-w``: wait for the xtables lock dockerd also takes."""
+    return subprocess.run(
+        ["iptables", "-w", "10", *args], capture_output=True, text=True, check=check, timeout=60
+    )
 
 
 def _bridge_of(attrs: dict[str, object]) -> str:
