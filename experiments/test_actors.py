@@ -164,7 +164,8 @@ def test_restarted_actor_loses_state_and_moves_off_a_dead_node(experiment: Exper
 def test_calls_during_a_restart_and_owner_death(experiment: Experiment) -> None:
     """ACTOR-03: calls queued when the actor dies fail with ActorUnavailableError unless
     ``max_task_retries=-1`` (then all succeed, in order). ACTOR-04: a non-detached actor dies
-    with its owner despite restarts left (OWNER_DIED); a detached one survives."""
+    with its owner despite restarts left (OWNER_DIED; REF_DELETED before 2.51.0); a detached
+    one survives."""
     cluster = experiment.cluster
     version = experiment.ray_version
 
@@ -183,8 +184,8 @@ def test_calls_during_a_restart_and_owner_death(experiment: Experiment) -> None:
     assert set(lost) <= set(seen["executed"]), f"failed before the kill but never ran: {seen}"
     assert len(seen["pids"]) == 1, seen["pids"]
     experiment.measure("ACTOR-03 replies lost with the killed process", len(lost))
-    expected = {"ActorUnavailableError": 30 + len(lost)}
-    assert seen["error_counts"] == expected, seen["error_counts"]
+    unavailable = {"ActorUnavailableError": 30 + len(lost)}
+    assert seen["error_counts"] == unavailable, seen["error_counts"]
     assert results[10]["error"] == "ActorUnavailableError", "the killing call fails too"
     assert "RayActorError" in seen["results"][10]["bases"], seen["results"][10]
 
@@ -212,7 +213,10 @@ def test_calls_during_a_restart_and_owner_death(experiment: Experiment) -> None:
     assert gone < PROCESS_DEATH_S, f"child died {gone} s after its owner"
     row = seen["child_state_api"]
     assert row["state"] == "DEAD" and row["num_restarts"] == 0, row
-    assert death_cause(row).get("reason") == "OWNER_DIED", death_cause(row)
+    # The cause the GCS records: OWNER_DIED, or on 2.50.1 REF_DELETED (expectations:
+    # owner_death_cause; the child still dies with its owner and is not restarted).
+    cause = expected("owner_death_cause", version)
+    assert death_cause(row).get("reason") == cause, death_cause(row)
     assert seen["detached_error"] is None, f"the detached actor must answer: {seen}"
     assert seen["detached_state_api"]["state"] == "ALIVE", seen["detached_state_api"]
 
