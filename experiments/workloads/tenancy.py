@@ -232,6 +232,12 @@ def pg_reservation(
         "retriable": task_states("sleeper_retriable") if inside_retriable is not None else [],
     }
     if inside_retriable is not None:
+        # What the pending retry holds, seen before it is cancelled: nothing, if it waits for
+        # the removed group's resources rather than for CPUs someone else keeps busy.
+        out["while_retry_pending"] = {
+            "cpu": wait_cpu_free(10),
+            "pg_resources": sorted(k for k in ray.available_resources() if "_group_" in k),
+        }
         ray.cancel(inside_retriable, force=True)
     out["after"] = wait_cpu_free(60)
     out["pg_resources_left"] = sorted(k for k in ray.available_resources() if "_group_" in k)
@@ -239,6 +245,24 @@ def pg_reservation(
 
 
 # -- TENANT-04 ------------------------------------------------------------------------------
+
+
+def spill_report(refs: list[Any]) -> list[dict[str, Any]]:
+    """Per object, as its owner (this driver) records it: the job that created it, whether
+    it was ever spilled, and the nodes whose store holds it now."""
+    from ray.experimental import get_object_locations
+
+    where = get_object_locations(refs, timeout_ms=30_000)
+    return [
+        {
+            "object_id": ref.hex(),
+            "job_id": ref.job_id().hex(),
+            "did_spill": bool(where.get(ref, {}).get("did_spill")),
+            "in_store_on": list(where.get(ref, {}).get("node_ids") or []),
+            "size": where.get(ref, {}).get("object_size"),
+        }
+        for ref in refs
+    ]
 
 
 @ray.remote(num_cpus=0)
@@ -267,9 +291,11 @@ def store_tenant_b(n_objs: int = 3, size_mb: int = 10, duration_s: float = 40.0)
         rounds += 1
         time.sleep(1.0)
     return {
+        "job_id": ray.get_runtime_context().get_job_id(),
         "rounds": rounds,
         "failures": failures,
         "max_round_s": max(latencies),
+        "objects": spill_report(refs),
         "stats": memory_stats(),
     }
 
@@ -286,8 +312,12 @@ def store_tenant_a(total_mb: int = 300, size_mb: int = 20) -> dict[str, Any]:
             errors.append(describe_error(exc))
             break
     emit("a_filled", n=len(refs), seconds=round(time.time() - t0, 2))
+    # Before reading them back (a read restores a spilled object): where each one is now.
+    objects = spill_report(refs)
     ok = sum(1 for r in refs if ray.get(r)[0] == 7)
     return {
+        "job_id": ray.get_runtime_context().get_job_id(),
+        "objects": objects,
         "put": len(refs),
         "readable": ok,
         "errors": errors,
