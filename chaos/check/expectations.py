@@ -50,6 +50,10 @@ LINEAGE_EVICTED = "OBJECT_UNRECONSTRUCTABLE_LINEAGE_EVICTED"
 #: ``raylet_unavailable_backoff``): 2.50.1's owner logged "has been unavailable for more than
 #: 60 seconds" with the knob unset.
 RAYLET_RECONNECT_TIMEOUT_S = 60
+#: ``core_worker_rpc_server_reconnect_timeout_s``'s default where it exists (before 2.51.0:
+#: ``core_worker_unavailable_backoff``): 2.50.1's raylets logged "Core worker <ip> has been
+#: unavailable for more than 60 seconds" with the knob unset.
+CORE_WORKER_RECONNECT_TIMEOUT_S = 60
 
 
 class NotChecked(ChaosError):
@@ -255,6 +259,42 @@ EXPECTATIONS: tuple[Expectation, ...] = (
             "done after 15.7 s (node DEAD at 6.0 s). Ray's own "
             "reconstruction tests set raylet_rpc_server_reconnect_timeout_s=0 'for reducing "
             "the retry time of RequestWorkerLease'"
+        ),
+        read=(
+            "2.50.1",
+            "2.51.0",
+            "2.51.1",
+            "2.51.2",
+            "2.52.0",
+            "2.53.0",
+            "2.54.0",
+            "2.55.1",
+            "2.59.0",
+            "2.60.0",
+        ),
+    ),
+    Expectation(
+        name="core_worker_unavailable_backoff",
+        since="2.51.0",
+        then=(
+            "core_worker_rpc_server_reconnect_timeout_base_s (1 s) doubling to _max_s (60 s): "
+            "a raylet re-checks an unreachable owner within seconds"
+        ),
+        before=(
+            "core_worker_rpc_server_reconnect_timeout_s: a raylet treats an unreachable owner "
+            "as dead only after that one wait (default 60 s)"
+        ),
+        evidence=(
+            "ray/_raylet.so knob names: 2.50.1 has core_worker_rpc_server_reconnect_timeout_s; "
+            "2.51.0, 2.51.1, 2.51.2, 2.52.0, 2.53.0, 2.54.0, 2.55.1, 2.59.0 and 2.60.0 have "
+            "core_worker_rpc_server_reconnect_timeout_base_s/_max_s instead. A raylet fetching "
+            "a task's argument subscribes to the object's owner through its core-worker client "
+            "pool (a RetryableGrpcClient). Measured on 2.50.1 (OBJ-05): the owner SIGKILLed, a "
+            "dependent task on another node was still waiting 60 s later (GetTimeoutError); "
+            "that node's raylet logged 'Core worker <ip> has been unavailable for more than 60 "
+            "seconds', then 'Disconnecting core worker client because the worker is dead' and "
+            "'Owner of object died' (the task failed 60.4 s after the kill); the driver's read "
+            "after it waited another 60 s on its own node's raylet (120.4 s)"
         ),
         read=(
             "2.50.1",

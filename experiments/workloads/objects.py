@@ -252,6 +252,7 @@ def owner_died(
     kill: str = "ray.kill",
     read_on: str = "worker-2",
     size_mb: float = 4,
+    get_timeout_s: float = 60.0,
 ) -> dict[str, Any]:
     """OBJ-05: an actor on ``owner_on`` creates an object (``via`` "put": ``ray.put`` in the
     actor, copy on ``owner_on``; "task": a task pinned to ``producer_on``, so the value survives
@@ -261,7 +262,8 @@ def owner_died(
     * ``kill="host"``: emits ``owner_ready`` (``node_id``, ``node_name``, ``pid``) — HOST: kill
       that pid (``kill -9``) or the node; the workload waits until the owner is unreachable.
 
-    Then a task on ``read_on`` and the driver read the object. Expected: ``OwnerDiedError``.
+    Then a task on ``read_on`` and the driver read the object, each bounded by
+    ``get_timeout_s``. Expected: ``OwnerDiedError``.
     """
     connect()
     owner = Owner.options(scheduling_strategy=pin(owner_on)).remote()
@@ -295,7 +297,7 @@ def owner_died(
         time.sleep(0.2)
     out["t_owner_dead_seen"] = time.time()
     emit("owner_dead_seen")
-    out.update(_read(ref, "both", read_on, 60))
+    out.update(_read(ref, "both", read_on, get_timeout_s))
     return out
 
 

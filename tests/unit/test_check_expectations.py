@@ -133,6 +133,7 @@ def test_the_releases_platform_teams_run() -> None:
 def test_pinned_first_releases() -> None:
     firsts = {e.name: e.since for e in EXPECTATIONS if e.pinned}
     assert firsts == {
+        "core_worker_unavailable_backoff": "2.51.0",
         "lost_object_reason": "2.54.0",
         "lost_retries_disabled_error": "2.54.0",
         "lost_max_attempts_exceeded_error": "2.54.0",
