@@ -21,6 +21,9 @@ HEAD_STORE = {"num_cpus": 2, "object_store": "100m"}
 #: 300 MiB of live objects into a 100 MiB store.
 FILL: dict[str, Any] = {"total_mb": 300, "size_mb": 10}
 SPILL_DIR = "/spill"
+#: STORE-02: plasma's fallback allocations go to the spill directory; a small tmpfs bounds them.
+FALLBACK_DIR = "/fallback"
+FALLBACK_MB = 60
 SPILL_CONFIG = json.dumps({"type": "filesystem", "params": {"directory_path": SPILL_DIR}})
 OOM_KNOBS = {"RAY_memory_usage_threshold": "0.7", "RAY_memory_monitor_refresh_ms": "100"}
 MiB = 1024 * 1024
@@ -33,6 +36,8 @@ def fill_evidence(experiment: Experiment, claim: str, result: dict[str, Any]) ->
         f"{claim} fill",
         {k: result[k] for k in ("put_ok", "error", "readable", "spilled_mib", "fill_s", "disk")},
     )
+    if "raylet_store_log" in result:
+        record(experiment, f"{claim} raylet store log", result["raylet_store_log"])
 
 
 @pytest.mark.claim("STORE-01")
@@ -49,6 +54,25 @@ def test_objects_beyond_the_store_spill_to_disk(experiment: Experiment) -> None:
     ]
 
 
+class SpilledDespiteEnvKnob(AssertionError):
+    """STORE-02's first finding: with ``RAY_automatic_object_spilling_enabled=0`` in the
+    raylet's environment, the system config still says true and the store spilled."""
+
+
+class FallbackAllocatedInsteadOfStoreFull(AssertionError):
+    """STORE-02's second finding: with spilling off in the system config, nothing spilled, every
+    put succeeded and the excess sits in plasma's filesystem fallback allocation."""
+
+
+class OutOfDiskInsteadOfStoreFull(AssertionError):
+    """STORE-02's third finding: with spilling off and the fallback directory full, the put that
+    fits nowhere raises ``OutOfDiskError``."""
+
+
+def spilling_flag(result: dict[str, Any]) -> Any:
+    return result["system_config"].get("automatic_object_spilling_enabled")
+
+
 @pytest.mark.claim("STORE-02")
 @pytest.mark.cluster(
     driver=False,
@@ -58,23 +82,42 @@ def test_objects_beyond_the_store_spill_to_disk(experiment: Experiment) -> None:
 )
 @pytest.mark.xfail(
     strict=True,
-    raises=AssertionError,
-    reason="FINDING: (2.60 x2, 2.59) with RAY_automatic_object_spilling_enabled=0 (present in "
-    "the raylet's /proc environ) all 30 x 10 MiB puts into the 100 MiB store succeed and 240-260 "
-    "MiB are spilled: node.py's validate_external_storage sets the system config "
-    "automatic_object_spilling_enabled=True, overriding the env knob. No ObjectStoreFullError.",
+    raises=SpilledDespiteEnvKnob,
+    reason="FINDING: (2.60 x2, 2.59) RAY_automatic_object_spilling_enabled=0, the runbooks' "
+    "switch, does not turn spilling off: it is in the raylet's /proc environ, yet all 30 x 10 MiB "
+    "puts into the 100 MiB store succeed and 240-260 MiB are spilled. The head's node.py "
+    "(validate_external_storage) reads the flag only from the system config, finds it unset, "
+    "and writes automatic_object_spilling_enabled=true into it (the gcs_server's --config_list "
+    "shows it); RayConfig::initialize applies that system config over the RAY_* environment, "
+    "and LocalObjectManager spills whenever object_spilling_config is set (node.py always sets "
+    "one, the session dir) and the flag is true. No ObjectStoreFullError.",
 )
-def test_store_full_without_spilling_raises_object_store_full(experiment: Experiment) -> None:
-    """With spilling disabled the put that no longer fits raises ``ObjectStoreFullError``."""
+def test_store_full_with_the_spilling_env_knob_off_raises_object_store_full(
+    experiment: Experiment,
+) -> None:
+    """With ``RAY_automatic_object_spilling_enabled=0`` (as runbooks disable spilling) the put
+    that no longer fits raises ``ObjectStoreFullError``."""
     result = experiment.cluster.run(
         "workloads.store:fill_store", **FILL, read_back=False, timeout=600
     ).result()
     fill_evidence(experiment, "STORE-02 env knob", result)
+    record(experiment, "STORE-02 env knob: gcs_server system config", result["system_config"])
+    assert result["raylet_env"].get("RAY_automatic_object_spilling_enabled") == "0", result[
+        "raylet_env"
+    ]
     error = result["error"] or {}
-    assert error.get("type") == "ObjectStoreFullError", (
-        f"no ObjectStoreFullError: {result['put_ok']} puts succeeded, "
-        f"{result['spilled_mib']} MiB spilled, raylet env {result['raylet_env']}"
-    )
+    if (
+        not error
+        and result["put_ok"] == 30
+        and (result["spilled_mib"] or 0) > 0
+        and spilling_flag(result) is True
+    ):
+        raise SpilledDespiteEnvKnob(
+            f"no ObjectStoreFullError: {result['put_ok']} puts succeeded, "
+            f"{result['spilled_mib']} MiB spilled; the system config says "
+            f"automatic_object_spilling_enabled={spilling_flag(result)}"
+        )
+    assert error.get("type") == "ObjectStoreFullError", result["error"]
 
 
 @pytest.mark.claim("STORE-02")
@@ -87,17 +130,98 @@ def test_store_full_without_spilling_raises_object_store_full(experiment: Experi
     },
     workers=[],
 )
-def test_spilling_off_by_system_config_falls_back_to_filesystem(experiment: Experiment) -> None:
-    """What Ray does with spilling really off (``--system-config``): nothing spilled, every put
-    succeeds through fallback allocation beyond the store, no ``ObjectStoreFullError``."""
+@pytest.mark.xfail(
+    strict=True,
+    raises=FallbackAllocatedInsteadOfStoreFull,
+    reason="FINDING: (2.60 x2) with spilling off the way Ray reads it (system config "
+    "automatic_object_spilling_enabled=false, `ray start --head --system-config`, false in the "
+    "gcs_server's --config_list), nothing is spilled and all 30 x 10 MiB puts into the 100 MiB "
+    "store succeed and read back: 'Plasma filesystem mmap usage: 210 MiB'. Once a create has "
+    "waited oom_grace_period_s, plasma's CreateRequestQueue allocates it on the filesystem "
+    "(fallback allocation; the raylet logs fallback_enabled=1, and 2.60 has no switch for it). "
+    "When that fails too the put raises OutOfDiskError "
+    "(test_store_full_without_spilling_raises_object_store_full_once_the_fallback_is_full). "
+    "No ObjectStoreFullError.",
+)
+def test_store_full_with_spilling_off_raises_object_store_full(experiment: Experiment) -> None:
+    """With spilling really off (the system config), the put that no longer fits raises
+    ``ObjectStoreFullError``."""
     result = experiment.cluster.run(
         "workloads.store:fill_store", **FILL, read_back=True, timeout=600
     ).result()
     fill_evidence(experiment, "STORE-02 system config", result)
-    assert result["error"] is None and result["put_ok"] == 30, result["error"]
-    assert result["readable"] == 30, result["read_error"]
-    assert result["spilled_mib"] is None, "nothing may be spilled with spilling off"
-    assert "Plasma filesystem mmap usage" in result["memory_stats"], result["memory_stats"]
+    record(experiment, "STORE-02 system config: gcs_server system config", result["system_config"])
+    assert spilling_flag(result) is False, result["system_config"]
+    error = result["error"] or {}
+    fallback = result["fallback_mib"] or 0
+    if (
+        not error
+        and result["put_ok"] == 30
+        and result["readable"] == 30
+        and result["spilled_mib"] is None
+        and fallback >= FILL["total_mb"] - result["store_mib"]
+    ):
+        raise FallbackAllocatedInsteadOfStoreFull(
+            f"no ObjectStoreFullError: {result['put_ok']} puts succeeded, nothing spilled, "
+            f"{fallback} MiB in plasma's filesystem fallback allocation"
+        )
+    assert error.get("type") == "ObjectStoreFullError", result["error"]
+
+
+@pytest.mark.claim("STORE-02")
+@pytest.mark.cluster(
+    driver=False,
+    head={
+        **HEAD_STORE,
+        "memory": "3g",
+        "tmpfs": {FALLBACK_DIR: f"size={FALLBACK_MB}m"},
+        "extra_args": (
+            '--system-config={"automatic_object_spilling_enabled": false}',
+            f"--object-spilling-directory={FALLBACK_DIR}",
+        ),
+    },
+    workers=[],
+)
+@pytest.mark.xfail(
+    strict=True,
+    raises=OutOfDiskInsteadOfStoreFull,
+    reason="FINDING: (2.60 x2) where fallback allocation runs out there is still no "
+    "ObjectStoreFullError: spilling off (system config), plasma's fallback directory (the spill "
+    "directory, --object-spilling-directory) a 60 MiB tmpfs, 40 MiB puts: two fit the 100 MiB "
+    "store, the third is fallback-allocated (40 MiB mmap), and for the fourth the raylet logs "
+    "'Plasma fallback allocator failed, likely out of disk space' (object_lifecycle_manager.cc) "
+    "and the put raises OutOfDiskError ('Local disk is full ... over capacity (95% by "
+    "default)'), with the tmpfs 40 of 60 MiB used by df.",
+)
+def test_store_full_without_spilling_raises_object_store_full_once_the_fallback_is_full(
+    experiment: Experiment,
+) -> None:
+    """Spilling off, and plasma's fallback directory (the spill directory) a small tmpfs: the
+    put that fits neither the store nor the fallback raises ``ObjectStoreFullError``."""
+    size_mb = 40
+    result = experiment.cluster.run(
+        "workloads.store:fill_store",
+        total_mb=200,
+        size_mb=size_mb,
+        read_back=False,
+        disk_paths=[FALLBACK_DIR],
+        timeout=600,
+    ).result()
+    fill_evidence(experiment, "STORE-02 fallback full", result)
+    assert spilling_flag(result) is False, result["system_config"]
+    fits = int(result["store_mib"]) // size_mb + FALLBACK_MB // size_mb
+    error = result["error"] or {}
+    if (
+        error.get("type") == "OutOfDiskError"
+        and error.get("index") == fits
+        and result["spilled_mib"] is None
+        and (result["fallback_mib"] or 0) >= size_mb
+    ):
+        raise OutOfDiskInsteadOfStoreFull(
+            f"put {fits + 1} raised OutOfDiskError with {result['fallback_mib']} MiB in the "
+            f"fallback and nothing spilled: {error.get('message', '')[:200]}"
+        )
+    assert error.get("type") == "ObjectStoreFullError", result["error"]
 
 
 @pytest.mark.claim("STORE-03")

@@ -11,14 +11,17 @@ Every pending check is bounded: ``ray.wait`` with a timeout, then the State API 
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
 
 from chaos.check import attach, record, status_now
+from chaos.check.knobs import FAST_GCS_CONNECT
+from chaos.cluster.plan import GCS_PORT
 from chaos.cluster.spec import NodeSpec
 from chaos.experiment import Experiment
-from chaos.waits import poll
+from chaos.waits import wait_until
 
 LOST = {
     "name": "lost",
@@ -36,13 +39,23 @@ WORKERS_P = [
     },
     LOST,
 ]
+#: PEND-05: ``lost`` with its GCS-connection retries shortened (see FAST_GCS_CONNECT).
+LOST_FAST = {**LOST, "env": FAST_GCS_CONNECT}
 #: How long pending work is watched before it is declared pending (observed: never runs).
 PENDING_S = 6
-#: PEND-05: "a non-zero exit within its connect timeout": GCS connect timeouts are seconds.
-START_EXIT_S = 60
+#: PEND-05: ``ray start``'s own start-up around its GCS tries (Python imports on a loaded host).
+START_SLACK_S = 30
 #: PEND-06: a runtime env that cannot be set up fails within this (observed: 2 s conda, 32 s
 #: working_dir after 3 attempts).
 RUNTIME_ENV_FAIL_S = 60
+#: PEND-06: the pip runtime env's own setup timeout (``RuntimeEnvConfig.setup_timeout_seconds``,
+#: default 600 s), and the agent's attempts at it: ``RUNTIME_ENV_RETRY_TIMES`` 3, 1 s apart
+#: (``runtime_env_consts.py``), each bounded by the timeout (``runtime_env_agent.py``).
+PIP_SETUP_TIMEOUT_S = 10
+RUNTIME_ENV_ATTEMPTS = 3
+RUNTIME_ENV_RETRY_INTERVAL_S = 1.0
+#: PEND-06: the worker start and the raylet's report of the failure around the agent's attempts.
+RUNTIME_ENV_SLACK_S = 30
 
 
 def demanded(result: dict[str, Any], needle: str) -> None:
@@ -162,68 +175,111 @@ def test_pending_requests_wait_and_app_errors_do_not(experiment: Experiment) -> 
             assert outcome["error"]["type"] == "RuntimeEnvSetupError", outcome
 
 
+def start_exit_bound(knobs: dict[str, str]) -> tuple[int, float, float]:
+    """``ray start``'s GCS tries and how long they take, from the knobs in effect.
+
+    Each try (``node.py`` ``_init_gcs_client``) waits ``gcs_rpc_server_connect_timeout_s`` for
+    the GCS channel and again for the observability pubsub channel (``rpc_client.h``), then
+    ``py_gcs_connect_timeout_s`` for the cluster id, then sleeps 1 s. Returns (tries, their
+    least total, the bound with start-up slack).
+    """
+    tries = int(knobs.get("RAY_NUM_REDIS_GET_RETRIES", "20"))
+    channel = float(knobs.get("RAY_gcs_rpc_server_connect_timeout_s", "5"))
+    cluster_id = float(knobs.get("RAY_py_gcs_connect_timeout_s", "30"))
+    least = tries * (2 * channel + cluster_id)
+    return tries, least, tries * (2 * channel + cluster_id + 1) + START_SLACK_S
+
+
 @pytest.mark.claim("PEND-05")
-@pytest.mark.cluster(driver=False, head={"num_cpus": 1}, workers=[LOST])
-@pytest.mark.xfail(
-    strict=True,
-    raises=TimeoutError,
-    reason="FINDING: `ray start --address=127.0.0.1:6379` (rewritten to the node's own IP) "
-    "had not exited within the minutes watched: it logs 'Failed to connect to GCS ... within 5 seconds', then "
-    "'Failed to get cluster ID from GCS server: TimedOut' after ~40 s and starts over; still "
-    "running after 4.5 min (2.60) / ~6 min (2.59). Behind an iptables DROP to the head it was "
-    "still running at 300 s (2.60) / 60 s (2.59). Its retries are bounded (NUM_REDIS_GET_RETRIES "
-    "x ~40 s, ~14 min): the exit itself was not watched. The node does not register (that half holds).",
-)
+@pytest.mark.cluster(driver=False, head={"num_cpus": 1}, workers=[LOST_FAST])
 def test_unreachable_head_makes_ray_start_exit(experiment: Experiment) -> None:
-    """A worker given a loopback head address never registers and its ``ray start`` exits
-    non-zero within the connect timeout, naming the failure."""
+    """A worker whose head is unreachable gives up: its ``ray start`` exits non-zero after its
+    GCS-connection tries (shortened here, FAST_GCS_CONNECT; 20 x 41 s by default), naming the
+    failure, and the node never registers. Both ways: a loopback head address (the boot-time
+    ``ray start`` of ``lost``) and a firewall dropping packets to the head."""
     cluster = experiment.cluster
     lost = cluster.node("lost")
-    nodes = experiment.nemesis.state("nodes")
-    assert lost.ip not in {r.get("node_ip") for r in nodes}, "lost must never register"
-    assert lost.ip not in status_now(experiment, "PEND-05")
+    tries, least, bound = start_exit_bound(cluster.knobs("lost"))
+    experiment.measure("PEND-05 GCS tries, least and bound (s)", [tries, least, bound])
 
+    # Loopback: the boot-time `ray start`, timed from the container's start to its exit code.
     def exited() -> None:
         rc = cluster.exec("lost", ["cat", "/raychaos/state/ray-start.rc"])
         assert rc.exit_code == 0, "ray start has not exited"
 
-    try:
-        poll(exited, START_EXIT_S, period=2)
-    except AssertionError:
-        raise TimeoutError(f"`ray start` in lost still running after {START_EXIT_S} s") from None
-    finally:
-        log = cluster.exec("lost", ["tail", "-n", "15", "/raychaos/state/ray-start.log"]).output
-        record(experiment, "PEND-05 ray start log", log)
+    started = cluster.exec("lost", ["sh", "-c", "echo $(( $(date +%s) - $(ps -o etimes= -p 1) ))"])
+    assert started.exit_code == 0, started.output
+    up_s = time.time() - int(started.output.strip())
+    wait_until(exited, max(bound - up_s, 1.0), "lost's `ray start` exits")
+    timing = cluster.exec(
+        "lost",
+        ["sh", "-c", "cat /raychaos/state/ray-start.rc; stat -c %Y /raychaos/state/ray-start.rc"],
+    )
+    assert timing.exit_code == 0, timing.output
+    rc, exited_at = (int(x) for x in timing.output.split())
+    seconds = exited_at - int(started.output.strip())
+    log = cluster.exec("lost", ["cat", "/raychaos/state/ray-start.log"]).output
+    record(experiment, "PEND-05 loopback ray start log", log)
+    experiment.measure("PEND-05 loopback: ray start ran (s)", seconds)
+    assert rc != 0, f"ray start must fail, exited {rc}"
+    assert least - 2 <= seconds <= bound, f"exited after {seconds} s, expected {least}-{bound} s"
+    assert log.count("Failed to connect to GCS at address") == tries, log
+    assert "Failed to connect to GCS." in log, log
+
+    # Firewall: the same node, the head's real address, packets to the head dropped.
+    head = cluster.node("head")
+    drop = cluster.run(
+        "workloads.pending:start_attempt",
+        node="lost",
+        address=f"{head.ip}:{GCS_PORT}",
+        drop_to="head",
+        timeout_s=bound,
+        timeout=bound + 90,
+    ).result()
+    record(experiment, "PEND-05 firewall ray start", drop)
+    experiment.measure("PEND-05 firewall: ray start ran (s)", drop["seconds"])
+    assert drop["rc"] is not None, f"`ray start` behind the firewall still running after {bound} s"
+    assert drop["rc"] != 0, drop
+    assert least - 2 <= drop["seconds"] <= bound, drop
+    assert any("Failed to connect to GCS." in line for line in drop["output_tail"]), drop
+
     nodes = experiment.nemesis.state("nodes")
     assert lost.ip not in {r.get("node_ip") for r in nodes}, "lost must never register"
-    rc = int(cluster.exec("lost", ["cat", "/raychaos/state/ray-start.rc"]).output.strip())
-    assert rc != 0, f"ray start must fail, exited {rc}"
-    assert "Failed to connect to GCS" in log, log
+    assert lost.ip not in status_now(experiment, "PEND-05")
 
 
 @pytest.mark.claim("PEND-06")
 @pytest.mark.cluster(driver=False, head={"num_cpus": 1}, workers=[])
-@pytest.mark.xfail(
-    strict=True,
-    raises=TimeoutError,
-    reason="FINDING: a task with runtime_env={'pip': [<missing package>]} on the offline cluster "
-    "network did not fail within 60 s (2.60, 2.59): it sat in PENDING_NODE_ASSIGNMENT while pip "
-    "retried, indistinguishable from a scheduling wait in the State API; the runtime-env agent "
-    "allows 600 s ('with timeout 600 seconds' in runtime_env_agent.log).",
-)
-def test_unresolvable_pip_runtime_env_fails_instead_of_pending(experiment: Experiment) -> None:
-    """A runtime env whose pip requirement cannot be installed fails the task with
-    ``RuntimeEnvSetupError`` instead of leaving it pending."""
+def test_unresolvable_pip_runtime_env_fails_within_its_setup_timeout(
+    experiment: Experiment,
+) -> None:
+    """A task whose pip requirement cannot be installed (no index reachable) fails with
+    ``RuntimeEnvSetupError`` within the runtime env's own bound: ``setup_timeout_seconds`` per
+    attempt, the agent's attempts 1 s apart. Unbounded by the user it is 3 x 600 s, which the
+    State API shows as PENDING_NODE_ASSIGNMENT."""
+    bound = (
+        RUNTIME_ENV_ATTEMPTS * PIP_SETUP_TIMEOUT_S
+        + (RUNTIME_ENV_ATTEMPTS - 1) * RUNTIME_ENV_RETRY_INTERVAL_S
+        + RUNTIME_ENV_SLACK_S
+    )
+    experiment.measure("PEND-06 pip failure bound (s)", bound)
+    env = {
+        "pip": ["raychaos-no-such-package==0.0.1"],
+        "config": {"setup_timeout_seconds": PIP_SETUP_TIMEOUT_S},
+    }
     result = experiment.cluster.run(
         "workloads.pending:app_errors",
-        runtime_envs=[{"pip": ["raychaos-no-such-package==0.0.1"]}],
+        runtime_envs=[env],
         kinds=["task"],
-        timeout_s=30,
-        timeout=200,
+        timeout_s=bound,
+        timeout=bound + 120,
     ).result()
-    outcome = result["runtime_env[pip] task"]
+    outcome = result["runtime_env[pip,config] task"]
     record(experiment, "PEND-06 pip task", outcome)
-    if outcome["ok"] is None:
-        raise TimeoutError(f"the pip runtime env task still pending after 30 s: {outcome}")
-    assert outcome["ok"] is False, f"pip runtime env must fail, saw {outcome}"
+    experiment.measure("PEND-06 pip task failed after (s)", outcome["seconds"])
+    assert outcome["ok"] is False, f"pip runtime env must fail within {bound} s, saw {outcome}"
     assert outcome["error"]["type"] == "RuntimeEnvSetupError", outcome
+    assert outcome["seconds"] <= bound, outcome
+    # The knob governs: the agent gave up on an attempt at its timeout.
+    timed_out = f"Failed to install runtime_env within the timeout of {PIP_SETUP_TIMEOUT_S} seconds"
+    assert timed_out in outcome["error"]["message"], outcome["error"]["message"]

@@ -9,6 +9,8 @@ on a node limit.
 
 from __future__ import annotations
 
+import base64
+import json
 import os
 import re
 import shutil
@@ -48,6 +50,41 @@ def spilled_mib(stats: str) -> float | None:
     """``Spilled N MiB`` from ``ray memory --stats-only`` (None when nothing was spilled)."""
     m = re.search(r"Spilled (\d+) MiB", stats)
     return float(m.group(1)) if m else None
+
+
+def fallback_mib(stats: str) -> float | None:
+    """``Plasma filesystem mmap usage: N MiB`` (fallback allocation) from ``ray memory``."""
+    m = re.search(r"Plasma filesystem mmap usage: (\d+) MiB", stats)
+    return float(m.group(1)) if m else None
+
+
+def _process_argv(name: str) -> list[str] | None:
+    """The command line of this node's process whose executable ends with ``/name``."""
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                argv = [a.decode(errors="replace") for a in f.read().split(b"\0") if a]
+        except OSError:
+            continue
+        if argv and argv[0].endswith(f"/{name}"):
+            return argv
+    return None
+
+
+def gcs_system_config() -> dict[str, Any]:
+    """The system config the head's ``gcs_server`` was started with (``--config_list``, base64
+    JSON, ``services.serialize_config``): what every raylet's RayConfig is initialised from,
+    over its own ``RAY_*`` environment."""
+    argv = _process_argv("gcs_server")
+    if argv is None:
+        return {"error": "no gcs_server process on this node"}
+    for arg in argv:
+        if arg.startswith("--config_list="):
+            decoded: dict[str, Any] = json.loads(base64.b64decode(arg.split("=", 1)[1]))
+            return decoded
+    return {"error": "gcs_server has no --config_list"}
 
 
 def disk_usage(paths: list[str] | None = None) -> dict[str, Any]:
@@ -98,12 +135,34 @@ def raylet_env(prefix: str = "RAY_") -> dict[str, str]:
     return {"error": "no raylet process found"}
 
 
+#: Raylet log lines that say which plasma path a full store took (spill, fallback, disk, OOM).
+STORE_LOG_PATTERN = re.compile(
+    r"fallback|Out-of-memory|over capacity|is over \d+% full|Spill|OutOfDisk|ObjectStoreFull",
+    re.IGNORECASE,
+)
+
+
+def raylet_store_log(limit: int = 40) -> list[str]:
+    """The last ``limit`` raylet log lines about the store filling (spill, fallback, disk)."""
+    try:
+        with open("/tmp/ray/session_latest/logs/raylet.out", errors="replace") as f:
+            lines = [line.rstrip() for line in f if STORE_LOG_PATTERN.search(line)]
+    except OSError as exc:
+        return [repr(exc)]
+    return [line[:400] for line in lines[-limit:]]
+
+
 def fill_store(
-    total_mb: int = 300, size_mb: int = 10, read_back: bool = True, put_timeout_s: float = 60.0
+    total_mb: int = 300,
+    size_mb: int = 10,
+    read_back: bool = True,
+    put_timeout_s: float = 60.0,
+    disk_paths: list[str] | None = None,
 ) -> dict[str, Any]:
     """Keep ``total_mb`` of ``size_mb`` ``ray.put`` objects alive on this node's store.
 
     Each put is timed; the first exception stops the loop and is reported with its index.
+    ``disk_paths``: extra directories whose usage is reported (a spill or fallback tmpfs).
     """
     connect()
     store = next(
@@ -130,7 +189,7 @@ def fill_store(
     fill_s = round(time.time() - t0, 2)
     emit("filled", n=len(refs), error=error, seconds=fill_s)
     stats = memory_stats()
-    disks = disk_usage()
+    disks = disk_usage(["/dev/shm", "/tmp", "/tmp/ray", *(disk_paths or [])])
     readable = None
     read_error = None
     if read_back and refs:
@@ -152,10 +211,13 @@ def fill_store(
         "readable": readable,
         "read_error": read_error,
         "spilled_mib": spilled_mib(stats),
+        "fallback_mib": fallback_mib(stats),
         "memory_stats": stats,
         "disk": disks,
         "knobs": knobs(),
         "raylet_env": raylet_env(),
+        "system_config": gcs_system_config(),
+        "raylet_store_log": raylet_store_log(),
     }
 
 

@@ -1,0 +1,46 @@
+"""Workloads for the network-partition experiments (NET-01, NET-02).
+
+They run on the driver node, which stays on the majority side of every partition, so the
+driver is the owner that has to notice a task lost behind the cut.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import ray
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+from raychaos_agent import emit, node_id_of
+
+#: The task's name in the State API (the host reads its attempts there).
+PARTITIONED_TASK = "net01_partitioned_task"
+
+
+@ray.remote(num_cpus=1, max_retries=3)
+def partitioned_work(seconds: float) -> str:
+    emit("attempt", node=ray.get_runtime_context().get_node_id())
+    time.sleep(seconds)  # the work itself: long enough to be running when the cut strikes
+    return ray.get_runtime_context().get_node_id()
+
+
+def task_survives_partition(worker: str, seconds: float, get_s: float = 600) -> dict[str, Any]:
+    """NET-01: a retriable task starts on ``worker`` (soft affinity), which is then cut off.
+
+    Each attempt emits ``attempt`` with its node; returns the node the task completed on and
+    the seconds from submission to the result.
+    """
+    ray.init()
+    target = node_id_of(worker)
+    started = time.monotonic()
+    ref = partitioned_work.options(
+        name=PARTITIONED_TASK,
+        scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=target, soft=True),
+    ).remote(seconds)
+    emit("submitted", first_node=target)
+    completed_on = ray.get(ref, timeout=get_s)
+    return {
+        "first_node": target,
+        "completed_on": completed_on,
+        "seconds": round(time.monotonic() - started, 2),
+    }
