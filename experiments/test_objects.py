@@ -361,13 +361,14 @@ def test_evicted_lineage_makes_a_loss_unrecoverable(experiment: Experiment) -> N
     raises=LineageOverEvicted,
     reason="FINDING: one overrun of RAY_max_lineage_bytes evicts the lineage of every object "
     "in scope, not the oldest down to half the budget. Budget 100000 B, seven producers "
-    "finished one at a time (21539 B specs on 2.60.0, 21527 B on 2.50.1): the fifth overran it "
-    "(107695 B); Ray's rule (task_manager.cc CompletePendingTask: evict the oldest until >= "
-    "total - budget/2 = 57695 B are freed; ray_config_def.h: '50% of the current lineage will "
-    "be evicted') evicts the 3 oldest, but all 5 lost lineage and only the 2 later ones were "
-    "re-executed (2.60.0 x2, 2.50.1 x2). TaskManager::RemoveLineageReference returns the "
-    "footprint's change (<= 0), so ReferenceCounter::EvictLineage's loop (evicted < min) runs "
-    "until its queue is empty; the owner logs 'Evicted -0.107695MB of task lineage.'",
+    "finished one at a time (21527-21542 B specs): the fifth overran it (107635-107710 B); "
+    "Ray's rule (task_manager.cc CompletePendingTask: evict the oldest until >= total - "
+    "budget/2 (57635-57710 B) are freed; ray_config_def.h: '50% of the current lineage will be "
+    "evicted') evicts the 3 oldest, but all 5 lost lineage and only the 2 later ones were "
+    "re-executed, in 10 of 10 runs (2.60.0 x4, 2.55.1 x2, 2.50.1 x4). "
+    "TaskManager::RemoveLineageReference returns the footprint's change (<= 0), so "
+    "ReferenceCounter::EvictLineage's loop (evicted < min) runs until its queue is empty; the "
+    "owner logs e.g. 'Evicted -0.107695MB of task lineage.'",
 )
 def test_lineage_overrun_evicts_only_down_to_half_the_budget(experiment: Experiment) -> None:
     """Ray's own rule for the budget (see :func:`rule_evictions`) decides how many producers
