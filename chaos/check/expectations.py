@@ -320,7 +320,7 @@ EXPECTATIONS: tuple[Expectation, ...] = (
             "its WaitForActorRefDeleted long-poll to the owner (PollOwnerForActorRefDeleted: "
             "'Worker <id> failed, destroying actor child', GenActorRefDeletedCause). 2.50.1's "
             "gcs_server makes that poll a plain RPC, so its failure wins: the child died "
-            "REF_DELETED in 8 of 8 owner SIGKILLs (gcs_server.out: the poll's failure 3 ms "
+            "REF_DELETED in 10 of 10 owner SIGKILLs (gcs_server.out: the poll's failure 3 ms "
             "before 'Reporting worker exit'). From 2.51.0 (ray-project/ray#57116, 'Make "
             "WaitForActorRefDeleted RPC fault tolerant') the poll goes through a "
             "RetryableGrpcClient (ray/core/src/ray/gcs/gcs_server of 2.51.0, 2.52.0, 2.53.0, "
