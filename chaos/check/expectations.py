@@ -41,6 +41,21 @@ READ: tuple[str, ...] = (
     "2.60.0",
 )
 
+#: The releases whose ``_raylet.so`` knob names were read for the reconnect-timeout expectations
+#: (2.51.0 renamed the raylet and core-worker reconnect knobs).
+RECONNECT_READ: tuple[str, ...] = (
+    "2.50.1",
+    "2.51.0",
+    "2.51.1",
+    "2.51.2",
+    "2.52.0",
+    "2.53.0",
+    "2.54.0",
+    "2.55.1",
+    "2.59.0",
+    "2.60.0",
+)
+
 #: The ``reason`` names of ``ObjectReconstructionFailedError`` the experiments provoke.
 RETRIES_DISABLED = "OBJECT_UNRECONSTRUCTABLE_RETRIES_DISABLED"
 MAX_ATTEMPTS_EXCEEDED = "OBJECT_UNRECONSTRUCTABLE_MAX_ATTEMPTS_EXCEEDED"
@@ -260,18 +275,7 @@ EXPECTATIONS: tuple[Expectation, ...] = (
             "reconstruction tests set raylet_rpc_server_reconnect_timeout_s=0 'for reducing "
             "the retry time of RequestWorkerLease'"
         ),
-        read=(
-            "2.50.1",
-            "2.51.0",
-            "2.51.1",
-            "2.51.2",
-            "2.52.0",
-            "2.53.0",
-            "2.54.0",
-            "2.55.1",
-            "2.59.0",
-            "2.60.0",
-        ),
+        read=RECONNECT_READ,
     ),
     Expectation(
         name="core_worker_unavailable_backoff",
@@ -296,18 +300,7 @@ EXPECTATIONS: tuple[Expectation, ...] = (
             "'Owner of object died' (the task failed 60.4 s after the kill); the driver's read "
             "after it waited another 60 s on its own node's raylet (120.4 s)"
         ),
-        read=(
-            "2.50.1",
-            "2.51.0",
-            "2.51.1",
-            "2.51.2",
-            "2.52.0",
-            "2.53.0",
-            "2.54.0",
-            "2.55.1",
-            "2.59.0",
-            "2.60.0",
-        ),
+        read=RECONNECT_READ,
     ),
     Expectation(
         name="owner_death_cause",

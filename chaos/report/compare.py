@@ -20,7 +20,6 @@ interval lies wholly below the base's. Within the noise the row says so and stay
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -46,8 +45,8 @@ from chaos.report.coverage import (
     verdict_of,
 )
 from chaos.report.model import FINDING as FINDING_RE
-from chaos.report.model import MEASUREMENTS, Results, TestResult
-from chaos.report.stats import Proportion, beyond_noise, numbers
+from chaos.report.model import Results, TestResult
+from chaos.report.stats import Proportion, beyond_noise, measurements, numbers
 from chaos.trials import untrial
 
 REGRESSION = "regression"
@@ -195,19 +194,6 @@ def pick_sides(
 
 
 # -- what a cell says ---------------------------------------------------------------------
-def _measurements(test: TestResult, blobs: Mapping[str, bytes]) -> dict[str, object]:
-    found: dict[str, object] = {}
-    for attachment in test.attachments:
-        if attachment.name == MEASUREMENTS and attachment.source in blobs:
-            try:
-                data = json.loads(blobs[attachment.source])
-            except ValueError:
-                continue
-            if isinstance(data, dict):
-                found.update({str(k): v for k, v in data.items()})
-    return found
-
-
 def _observed(message: str) -> str:
     """The message up to pytest's ``assert …`` explanation, which names expected values too."""
     lines = []
@@ -230,7 +216,7 @@ def signature(tests: Iterable[TestResult], blobs: Mapping[str, bytes]) -> tuple[
         if FINDING_RE.match(message):
             message = message.partition("\n\n")[2]
         texts.append(_observed(message))
-        texts += [v for v in _measurements(test, blobs).values() if isinstance(v, str)]
+        texts += [v for v in measurements(test, blobs).values() if isinstance(v, str)]
     errors = {e for text in texts for e in _ERROR.findall(text)} - _CHECKER
     reasons = {f"reason {r}" for text in texts for r in _REASON.findall(text)}
     return tuple(sorted(errors) + sorted(reasons))
@@ -248,7 +234,7 @@ def trials(side: Side, claim: str) -> dict[str, list[float]]:
         if claim not in run.claims:
             continue
         test = untrial(untitled(run.name)).replace(side.release, "<ray>")
-        for name, value in _measurements(run, side.blobs).items():
+        for name, value in measurements(run, side.blobs).items():
             if name == "trials" and isinstance(value, dict):
                 for sub, listed in value.items():
                     values.setdefault(f"{test}: {sub}", []).extend(numbers(listed))

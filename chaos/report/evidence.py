@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from chaos.errors import ChaosError
-from chaos.report.model import MEASUREMENTS, Results, TestResult, load_results
+from chaos.report.model import Results, load_results
+from chaos.report.stats import measurements
 
 #: The file format's version, written into every file so a reader can refuse a newer one.
 FORMAT = 1
@@ -43,23 +44,6 @@ def family_of(claim: str) -> str:
     return claim.split("-", 1)[0].lower()
 
 
-def _measurements(test: TestResult, results: Results) -> dict[str, Any]:
-    for attachment in test.attachments:
-        if attachment.name != MEASUREMENTS:
-            continue
-        try:
-            raw = (
-                results.blobs.get(attachment.source)
-                or (results.directory / attachment.source).read_bytes()
-            )
-            loaded = json.loads(raw)
-        except (OSError, ValueError):
-            continue
-        if isinstance(loaded, dict):
-            return loaded
-    return {}
-
-
 def records(results: Results) -> list[Record]:
     """One record per raychaos run in ``results`` (repeated trials and retries included)."""
     found = []
@@ -77,7 +61,7 @@ def records(results: Results) -> list[Record]:
                 seconds=round(max(test.stop - test.start, 0) / 1000, 1),
                 status=test.effective_status,
                 message=(test.message.strip().splitlines() or [""])[0][:400],
-                measurements=_measurements(test, results),
+                measurements=measurements(test, results.blobs),
             )
         )
     return found

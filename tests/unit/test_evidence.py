@@ -4,59 +4,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
+from test_compare import FINDING_MSG, Results
 
 from chaos.cli import main
 from chaos.errors import ChaosError
 from chaos.report.evidence import export
-
-FINDING_MSG = "XFAIL FINDING: not retried under a partition\n\nAssertionError: still waiting"
-
-
-class Results:
-    """Writes Allure result files the way allure-pytest and raychaos do."""
-
-    def __init__(self, directory: Path) -> None:
-        self.directory = directory
-        directory.mkdir(parents=True, exist_ok=True)
-        self.count = 0
-
-    def add(
-        self,
-        name: str,
-        version: str | None,
-        claims: tuple[str, ...],
-        status: str = "passed",
-        message: str = "",
-        *,
-        measurements: dict[str, Any] | None = None,
-    ) -> None:
-        self.count += 1
-        uuid = f"{name}-{version}-{self.count}"
-        data: dict[str, Any] = {
-            "uuid": uuid,
-            "name": f"{name}[{version}]" if version else name,
-            "historyId": f"h-{name}-{version}",
-            "status": status,
-            "start": 1000 * self.count,
-            "stop": 1000 * self.count + 500,
-            "labels": [{"name": "claim", "value": c} for c in claims],
-            "parameters": [
-                {"name": "raychaos.ray_version", "value": f"'{version}'", "excluded": True}
-            ]
-            if version
-            else [],
-            "statusDetails": {"message": message},
-        }
-        if measurements is not None:
-            source = f"{uuid}-attachment.json"
-            (self.directory / source).write_text(json.dumps(measurements))
-            data["attachments"] = [
-                {"name": "measurements", "source": source, "type": "application/json"}
-            ]
-        (self.directory / f"{uuid}-result.json").write_text(json.dumps(data))
 
 
 def test_runs_land_in_their_families_once(tmp_path: Path) -> None:
