@@ -17,16 +17,19 @@ The raylet's own log says why it exited (``RAY_LOG(FATAL)`` lines in 2.60.0's ra
 
 from __future__ import annotations
 
-import shlex
 import time
-from collections.abc import Sequence
 from typing import Any
 
 import pytest
 
 from chaos import NodeSpec
-from chaos.check import FAST_HEALTH_CHECKS, GCS_RECONNECT, absent_reason, applies
-from chaos.cluster.plan import RAY_LOGS
+from chaos.check import (
+    FAST_HEALTH_CHECKS,
+    GCS_RECONNECT,
+    absent_reason,
+    applies,
+    first_logged,
+)
 from chaos.errors import FaultNotObserved, WorkloadError
 from chaos.experiment import Experiment
 from chaos.observer.history import Kind
@@ -84,33 +87,9 @@ def raylets(experiment: Experiment, node: str) -> list[int]:
     return experiment.nemesis.pids(node, "raylet")
 
 
-def first_logged(
-    experiment: Experiment, node: str, needles: Sequence[str], log: str = "raylet.out"
-) -> dict[str, float]:
-    """When ``log`` on ``node`` (a glob in Ray's log directory) first logged each of
-    ``needles``, wall clock; absent needles are left out. One exec for all of them."""
-    parts = []
-    for needle in needles:
-        quoted = shlex.quote(needle)
-        parts.append(
-            f"line=$(grep -h -F -e {quoted} {RAY_LOGS}/{log} 2>/dev/null | head -n1); "
-            f'[ -n "$line" ] && printf "%s\\t%s\\n" {quoted} '
-            '"$(date -d "$(printf %s "$line" | cut -c2-24 | tr , .)" +%s.%N)"'
-        )
-    out = experiment.cluster.exec(node, ["sh", "-c", "; ".join(parts) + "; true"], timeout=30)
-    if out.exit_code != 0:
-        raise WorkloadError(f"could not read {node}:{log}: {out.output[-300:]}")
-    found = {}
-    for line in out.output.splitlines():
-        needle, _, when = line.partition("\t")
-        if needle in needles and when:
-            found[needle] = float(when)
-    return found
-
-
 def exit_cause(experiment: Experiment, node: str) -> tuple[str, float] | None:
     """Which of :data:`EXIT_CAUSES` the node's raylet logged first, and when (or None)."""
-    seen = first_logged(experiment, node, EXIT_CAUSES)
+    seen = first_logged(experiment.cluster, node, EXIT_CAUSES)
     return min(seen.items(), key=lambda item: item[1]) if seen else None
 
 
@@ -119,7 +98,10 @@ def driver_exit(experiment: Experiment, run: WorkloadRun) -> dict[str, Any]:
     core worker logged about the GCS or its raylet, and the tail of its output."""
     ended = experiment.history.events(Kind.EXEC_ENDED, source=run.source)
     logged = first_logged(
-        experiment, experiment.cluster.driver.name, DRIVER_EXIT_CAUSES, "python-core-driver-*"
+        experiment.cluster,
+        experiment.cluster.driver.name,
+        DRIVER_EXIT_CAUSES,
+        "python-core-driver-*",
     )
     marks = ("WrongClusterID", "Check failed", "FATAL", "terminate", "Error")
     output = run.stream.tail(200).splitlines()

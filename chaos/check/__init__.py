@@ -50,7 +50,7 @@ from chaos.check.knobs import (
     GCS_RECONNECT_S,
     PRESETS,
 )
-from chaos.check.logs import logged_at
+from chaos.check.logs import first_logged, logged_at
 from chaos.check.states import actor_states, attempts, death_cause
 from chaos.check.strikes import (
     KILL_NODE,
@@ -113,6 +113,7 @@ __all__ = [
     "fault_to_event",
     "fault_to_node_dead",
     "first",
+    "first_logged",
     "health_check_knob",
     "injected",
     "logged_at",

@@ -7,26 +7,48 @@ to start on a loaded host), so some windows start at a log line rather than at t
 from __future__ import annotations
 
 import shlex
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from chaos.cluster.plan import RAY_LOGS
+from chaos.errors import ChaosError
 from chaos.report.steps import step
 
 if TYPE_CHECKING:
     from chaos.cluster.cluster import Cluster
 
 
-def logged_at(cluster: Cluster, node: str, needle: str, log: str = "raylet.out") -> float:
-    """Wall-clock time of the first line of ``log`` on ``node`` that contains ``needle``.
+def first_logged(
+    cluster: Cluster, node: str, needles: Sequence[str], log: str = "raylet.out"
+) -> dict[str, float]:
+    """Wall-clock time at which ``log`` on ``node`` (a glob in Ray's log directory) first
+    logged each of ``needles``; needles never logged are left out. One exec for all of them.
 
     Ray stamps its C++ log lines in the container's local time (``[2026-12-02 17:23:51,744 I
     …``), so the container's own ``date`` converts the stamp.
     """
-    script = (
-        f"line=$(grep -m1 -h -F -e {shlex.quote(needle)} {RAY_LOGS}/{log}) || exit 3; "
-        'date -d "$(printf %s "$line" | cut -c2-24 | tr , .)" +%s.%N'
-    )
-    with step(f"read: when {node}'s {log} first logged {needle!r}"):
-        out = cluster.exec(node, ["sh", "-c", script], timeout=30)
-        assert out.exit_code == 0, f"{node}:{log} has no {needle!r} line: {out.output[-300:]}"
-        return float(out.output.strip())
+    parts = []
+    for needle in needles:
+        quoted = shlex.quote(needle)
+        parts.append(
+            f"line=$(grep -h -F -e {quoted} {RAY_LOGS}/{log} 2>/dev/null | head -n1); "
+            f'[ -n "$line" ] && printf "%s\\t%s\\n" {quoted} '
+            '"$(date -d "$(printf %s "$line" | cut -c2-24 | tr , .)" +%s.%N)"'
+        )
+    with step(f"read: when {node}'s {log} first logged {', '.join(map(repr, needles))}"):
+        out = cluster.exec(node, ["sh", "-c", "; ".join(parts) + "; true"], timeout=30)
+    if out.exit_code != 0:
+        raise ChaosError(f"could not read {node}:{log}: {out.output[-300:]}")
+    found = {}
+    for line in out.output.splitlines():
+        needle, _, when = line.partition("\t")
+        if needle in needles and when:
+            found[needle] = float(when)
+    return found
+
+
+def logged_at(cluster: Cluster, node: str, needle: str, log: str = "raylet.out") -> float:
+    """Wall-clock time of the first line of ``log`` on ``node`` that contains ``needle``."""
+    seen = first_logged(cluster, node, [needle], log)
+    assert needle in seen, f"{node}:{log} has no {needle!r} line"
+    return seen[needle]
