@@ -177,7 +177,9 @@ class ImageBuilder:
         try:
             lock.acquire(timeout=0)
         except Timeout:
-            self.progress(f"waiting for another process building {tag} (≤ {LOCK_WAIT_S:.0f} s)")
+            self.progress(
+                f"waiting for another process checking or building {tag} (≤ {LOCK_WAIT_S:.0f} s)"
+            )
             try:
                 lock.acquire(timeout=LOCK_WAIT_S)
             except Timeout:
