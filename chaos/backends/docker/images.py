@@ -208,6 +208,9 @@ class ImageBuilder:
                 rm=True,
                 forcerm=True,
                 decode=True,
+                # Builds are offline (wheels in the context): no network, so no dependence on
+                # the engine's default bridge (docker0), which a host may lack.
+                network_mode="none",
                 **build,
             )
             log: list[str] = []

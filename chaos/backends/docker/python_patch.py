@@ -96,6 +96,7 @@ def image_python(builder: ImageBuilder, image: str, container_labels: Mapping[st
             image,
             ["python", "-c", "import platform; print(platform.python_version())"],
             remove=True,
+            network_mode="none",  # a version probe needs no network, nor the default bridge
             labels=dict(container_labels),
         ),
     )
