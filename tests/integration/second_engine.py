@@ -388,9 +388,12 @@ def _own_bridge(name: str, cidr: str) -> None:
 
 def _iptables(*args: str, check: bool = False) -> subprocess.CompletedProcess[str]:
     """The host's filter table; ``-w``: wait for the xtables lock dockerd also takes."""
-    return subprocess.run(
-        ["iptables", "-w", "10", *args], capture_output=True, text=True, check=check, timeout=60
+    done = subprocess.run(
+        ["iptables", "-w", "10", *args], capture_output=True, text=True, check=False, timeout=60
     )
+    if check and done.returncode != 0:
+        raise RuntimeError(f"iptables {' '.join(args)} exited {done.returncode}: {done.stderr}")
+    return done
 
 
 def _bridge_of(attrs: dict[str, object]) -> str:
