@@ -149,3 +149,74 @@ def test_steps_are_harmless_without_an_alluredir(pytester: pytest.Pytester) -> N
     pytester.makepyfile(test_suite=SUITE)
     run = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:xdist")
     run.assert_outcomes(passed=2, failed=1, xfailed=1)
+
+
+SETUP_FAILS = '''
+import pytest
+
+from chaos.errors import WorkloadTimeout
+
+
+class NotRetried(AssertionError):
+    """The finding's own symptom."""
+
+
+@pytest.fixture
+def cluster_that_never_boots():
+    raise WorkloadTimeout("workload did not report 'attempt' within 120 s")
+
+
+@pytest.mark.claim("NET-01")
+@pytest.mark.xfail(strict=True, raises=NotRetried, reason="FINDING: not retried within 60 s")
+def test_workload_fails_before_the_fault():
+    raise WorkloadTimeout("workload did not report 'attempt' within 120 s")
+
+
+@pytest.mark.claim("NET-01")
+@pytest.mark.xfail(strict=True, raises=NotRetried, reason="FINDING: not retried within 60 s")
+def test_fixture_fails_before_the_fault(cluster_that_never_boots):
+    pass
+
+
+@pytest.mark.claim("NET-01")
+@pytest.mark.xfail(strict=True, raises=NotRetried, reason="FINDING: not retried within 60 s")
+def test_plain_assertion_before_the_fault():
+    assert False, "the task must start on worker-1"
+
+
+@pytest.mark.claim("NET-01")
+@pytest.mark.xfail(strict=True, raises=NotRetried, reason="FINDING: not retried within 60 s")
+def test_the_finding_itself():
+    raise NotRetried("60 s after DEAD the only attempt is still RUNNING")
+'''
+
+
+def test_a_strict_xfail_is_satisfied_only_by_its_finding_never_by_a_set_up_failure(
+    pytester: pytest.Pytester, tmp_path: Path
+) -> None:
+    """`raises=` names the finding's own exception: a workload timeout, a fixture error or an
+    ordinary assertion before the fault is reported as it is (broken or failed, in pytest, in
+    Allure and in `raychaos report`), never as the finding."""
+    pytester.makepyfile(test_suite=SETUP_FAILS)
+    alluredir = pytester.path / "allure-results"
+    run = pytester.runpytest_subprocess(
+        f"--alluredir={alluredir}", "-p", "no:cacheprovider", "-p", "no:randomly", "-p", "no:xdist"
+    )
+    run.assert_outcomes(failed=2, errors=1, xfailed=1)
+    results = _results(alluredir)
+    categories = json.loads((alluredir / "categories.json").read_text())
+    status = {name: r["status"] for name, r in results.items()}
+    assert status == {
+        "[NET-01] test_workload_fails_before_the_fault": "broken",
+        "[NET-01] test_fixture_fails_before_the_fault": "broken",
+        "[NET-01] test_plain_assertion_before_the_fault": "failed",
+        "[NET-01] test_the_finding_itself": "skipped",
+    }
+    for name, result in results.items():
+        category = _category(categories, result)
+        if name.endswith("test_the_finding_itself"):
+            assert category == FINDING
+        else:
+            assert category not in (FINDING, FINDING_GONE), (name, category)
+    page = tmp_path / "summary.html"
+    assert main(["report", str(alluredir), "-o", str(page)]) == 1
