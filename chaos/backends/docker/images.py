@@ -208,9 +208,7 @@ class ImageBuilder:
                 rm=True,
                 forcerm=True,
                 decode=True,
-                # Builds are offline (wheels in the context): no network, so no dependence on
-                # the engine's default bridge (docker0), which a host may lack.
-                network_mode="none",
+                network_mode="none",  # offline (wheels in the context): no docker0 needed
                 **build,
             )
             log: list[str] = []
