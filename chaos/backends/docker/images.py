@@ -29,7 +29,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -96,6 +96,16 @@ TRANSFER_REPORT_EVERY = 256 << 20
 def debian_mirror_from_env() -> str:
     """``RAYCHAOS_DEBIAN_MIRROR`` if set (and not blank), else deb.debian.org."""
     return os.environ.get(MIRROR_ENV, "").strip() or DEFAULT_MIRROR
+
+
+#: Every ``docker build``: intermediate containers removed even on failure, and no network —
+#: builds are offline (wheels in the context), so no dependence on the default bridge (docker0).
+DOCKER_BUILD_OPTIONS: Mapping[str, Any] = {
+    "rm": True,
+    "forcerm": True,
+    "decode": True,
+    "network_mode": "none",
+}
 
 
 def ray_image_tag(ray_version: str, python: str) -> str:
@@ -205,10 +215,7 @@ class ImageBuilder:
             stream = self.client.api.build(
                 tag=tag,
                 labels={labels.IMAGE_RECIPE: recipe, labels.IMAGE_KIND: "ray"},
-                rm=True,
-                forcerm=True,
-                decode=True,
-                network_mode="none",  # offline (wheels in the context): no docker0 needed
+                **DOCKER_BUILD_OPTIONS,
                 **build,
             )
             log: list[str] = []
