@@ -10,11 +10,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType
 
-#: Health checks as in Ray's own Docker tests: a dead node is DEAD in ~2-4 s instead of ~14 s.
+#: Health checks every second, so a killed node is DEAD in ~2-4 s instead of ~14 s (a check of a
+#: dead raylet fails at once). Each check may take 3 s: with 1 s, a raylet starved by a
+#: neighbouring cluster's head restart on 2 cores missed three in a row and was declared dead
+#: (ACTOR-05, a clean-clone suite run at load 33). A partitioned node (checks time out) is DEAD
+#: within 3 × (1 + 3) s.
 FAST_HEALTH_CHECKS = {
     "RAY_health_check_initial_delay_ms": "0",
     "RAY_health_check_period_ms": "1000",
-    "RAY_health_check_timeout_ms": "1000",
+    "RAY_health_check_timeout_ms": "3000",
     "RAY_health_check_failure_threshold": "3",
 }
 

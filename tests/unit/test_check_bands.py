@@ -16,10 +16,10 @@ from chaos.check import (
 
 
 def test_fast_health_checks_give_a_band_of_seconds() -> None:
-    # period 1 s, timeout 1 s, threshold 3: at least 1 period, at most 3 × (1 + 1) + slack.
+    # period 1 s, timeout 3 s, threshold 3: at least 1 period, at most 3 × (1 + 3) + slack.
     band = node_death_band(FAST_HEALTH_CHECKS)
-    assert (band.low, band.high) == (1.0, 3 * 2.0 + OBSERVER_SLACK_S) == (1.0, 12.0)
-    assert band.why == "period 1 s, timeout 1 s, threshold 3"
+    assert (band.low, band.high) == (1.0, 3 * 4.0 + OBSERVER_SLACK_S) == (1.0, 18.0)
+    assert band.why == "period 1 s, timeout 3 s, threshold 3"
 
 
 def test_ray_defaults_apply_where_no_knob_is_set() -> None:
