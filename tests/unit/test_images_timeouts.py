@@ -159,7 +159,9 @@ def test_a_lock_held_by_a_live_process_is_waited_for_only_so_long(
         assert "build lock of raychaos/ray:2.60.0-py3.11" in str(caught.value)
         assert "more than 1 s" in str(caught.value)
         assert "fuser" in (caught.value.hint or "")
-        assert any("waiting for another process checking or building" in line for line in lines), lines
+        assert any("waiting for another process checking or building" in line for line in lines), (
+            lines
+        )
         # The holder dies: the OS drops its lock and the next wait gets it at once.
         holder.kill()
         holder.wait(10)
