@@ -20,6 +20,7 @@ from pathlib import Path
 from chaos.errors import ChaosError
 from chaos.report.catalogue import Catalogue
 from chaos.report.model import Results, TestResult, every_trial, load_results
+from chaos.selection import POSTCONDITIONS
 
 PASSED = "passed"
 FINDING = "finding"
@@ -54,6 +55,16 @@ def verdict_of(test: TestResult) -> str:
     return status if status in (PASSED, FINDING, SKIPPED, FAILED) else BROKEN
 
 
+def verdict_for(claim: str, test: TestResult) -> str:
+    """``test``'s verdict on ``claim``. A postcondition (INV-01, INV-02) is checked at teardown,
+    after the body: on a recorded finding (or one gone) the labelled postconditions held, since
+    a violated one ends the result failed or broken; the body's finding is not theirs."""
+    verdict = verdict_of(test)
+    if claim in POSTCONDITIONS and verdict in (FINDING, XPASS):
+        return PASSED
+    return verdict
+
+
 def worst(verdicts: Iterable[str]) -> str:
     ranked = [v for v in verdicts if v in VERDICT_ORDER]
     return min(ranked, key=VERDICT_ORDER.index) if ranked else MISSING
@@ -65,13 +76,16 @@ class Cell:
 
     verdict: str
     tests: tuple[TestResult, ...] = ()
+    #: Each test's verdict on this cell's claim (see :func:`verdict_for`), in ``tests`` order.
+    verdicts: tuple[str, ...] = ()
 
     @property
     def shown(self) -> str:
         """The verdict, with how many of several tests reached it (``failed 1/2``)."""
         if len(self.tests) < 2:
             return self.verdict
-        same = sum(1 for t in self.tests if verdict_of(t) == self.verdict)
+        verdicts = self.verdicts or tuple(verdict_of(t) for t in self.tests)
+        same = sum(1 for v in verdicts if v == self.verdict)
         return f"{self.verdict} {same}/{len(self.tests)}"
 
 
@@ -115,10 +129,11 @@ def cells_of(tests: Iterable[TestResult], release: str) -> dict[str, Cell]:
         if release_of(test) == release:
             for claim in test.claims:
                 found.setdefault(claim, []).append(test)
-    return {
-        claim: Cell(worst(verdict_of(t) for t in group), tuple(group))
-        for claim, group in found.items()
-    }
+    cells = {}
+    for claim, group in found.items():
+        verdicts = tuple(verdict_for(claim, t) for t in group)
+        cells[claim] = Cell(worst(verdicts), tuple(group), verdicts)
+    return cells
 
 
 @dataclass(frozen=True)

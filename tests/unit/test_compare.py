@@ -343,6 +343,21 @@ def test_coverage_counts_each_release_and_a_skip_verifies_nothing(
     assert "on every release: 58/59 claims" in out
 
 
+def test_postconditions_after_a_finding_are_verified_not_a_finding(tmp_path: Path) -> None:
+    """INV-01/INV-02 are checked at teardown: on a recorded finding (body xfailed) they held;
+    the body's finding is not theirs. A result broken at teardown is theirs to fail."""
+    r = Results(tmp_path / "run")
+    inv = ("INV-01", "INV-02")
+    r.add("test_partition", "2.60.0", ("NET-01", *inv), "skipped", FINDING_MSG)
+    r.add("test_retried", "2.60.0", ("TASK-01", *inv))
+    cov = coverage(load_raychaos(r.directory), load_catalogue(), ["NET-01", "TASK-01", *inv])
+    assert cov.cell("NET-01", "2.60.0").verdict == "finding"
+    assert cov.cell("INV-01", "2.60.0").shown == "passed 2/2"
+    r.add("test_leaky", "2.60.0", ("TASK-02", *inv), "broken", "INV-01: resources did not settle")
+    cov = coverage(load_raychaos(r.directory), load_catalogue(), ["INV-01"])
+    assert cov.cell("INV-01", "2.60.0").shown == "broken 1/3"
+
+
 def test_coverage_exit_codes_strict_and_selected_claims(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
