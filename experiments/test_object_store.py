@@ -24,6 +24,10 @@ SPILL_DIR = "/spill"
 #: STORE-02: plasma's fallback allocations go to the spill directory; a small tmpfs bounds them.
 FALLBACK_DIR = "/fallback"
 FALLBACK_MB = 60
+#: STORE-02: spilling off the way Ray reads it, in the head's system config (not the environment).
+SPILLING_OFF = '--system-config={"automatic_object_spilling_enabled": false}'
+#: 3 GiB: room for what plasma allocates on the filesystem once spilling is off.
+HEAD_NO_SPILLING = {**HEAD_STORE, "memory": "3g", "extra_args": (SPILLING_OFF,)}
 SPILL_CONFIG = json.dumps({"type": "filesystem", "params": {"directory_path": SPILL_DIR}})
 OOM_KNOBS = {"RAY_memory_usage_threshold": "0.7", "RAY_memory_monitor_refresh_ms": "100"}
 MiB = 1024 * 1024
@@ -121,15 +125,7 @@ def test_store_full_with_the_spilling_env_knob_off_raises_object_store_full(
 
 
 @pytest.mark.claim("STORE-02")
-@pytest.mark.cluster(
-    driver=False,
-    head={
-        **HEAD_STORE,
-        "memory": "3g",
-        "extra_args": ('--system-config={"automatic_object_spilling_enabled": false}',),
-    },
-    workers=[],
-)
+@pytest.mark.cluster(driver=False, head=HEAD_NO_SPILLING, workers=[])
 @pytest.mark.xfail(
     strict=True,
     raises=FallbackAllocatedInsteadOfStoreFull,
@@ -172,13 +168,9 @@ def test_store_full_with_spilling_off_raises_object_store_full(experiment: Exper
 @pytest.mark.cluster(
     driver=False,
     head={
-        **HEAD_STORE,
-        "memory": "3g",
+        **HEAD_NO_SPILLING,
         "tmpfs": {FALLBACK_DIR: f"size={FALLBACK_MB}m"},
-        "extra_args": (
-            '--system-config={"automatic_object_spilling_enabled": false}',
-            f"--object-spilling-directory={FALLBACK_DIR}",
-        ),
+        "extra_args": (SPILLING_OFF, f"--object-spilling-directory={FALLBACK_DIR}"),
     },
     workers=[],
 )
