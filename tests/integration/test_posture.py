@@ -14,6 +14,7 @@ import subprocess
 from collections.abc import Iterator
 
 import pytest
+from tenacity import Retrying, stop_after_attempt, wait_fixed
 
 from chaos.backends.docker.backend import DockerBackend
 from chaos.cluster.cluster import Cluster
@@ -38,19 +39,35 @@ def backend_of(cluster: Cluster) -> DockerBackend:
     return backend
 
 
+def read(cluster: Cluster, node: str, script: str, expect: str = "") -> str:
+    """``sh -c script`` in ``node``: exit 0 and ``expect`` in its output, else read again.
+
+    Reading /proc or the cgroup is idempotent; under CI load an exec's output stream has
+    ended before the process wrote (exit 0, output "": chaos.backends.docker.backend), so an
+    empty read is retried, not believed.
+    """
+    for attempt in Retrying(stop=stop_after_attempt(3), wait=wait_fixed(1), reraise=True):
+        with attempt:
+            out = cluster.exec(node, ["sh", "-c", script], timeout=15)
+            assert out.exit_code == 0 and out.output.strip() and expect in out.output, (
+                f"{script!r} in {node}: exit {out.exit_code}, said {out.output[-300:]!r}"
+            )
+    return out.output
+
+
 def status_field(cluster: Cluster, node: str, field: str) -> str:
-    out = cluster.exec(node, ["grep", f"^{field}:", "/proc/1/status"], timeout=15).output
+    out = read(cluster, node, f"grep '^{field}:' /proc/1/status", expect=f"{field}:")
     return out.split(":", 1)[1].strip()
 
 
 def pids_max(cluster: Cluster, node: str) -> str:
     script = "cat /sys/fs/cgroup/pids.max 2>/dev/null || cat /sys/fs/cgroup/pids/pids.max"
-    return cluster.exec(node, ["sh", "-c", script], timeout=15).output.strip()
+    return read(cluster, node, script).strip()
 
 
 def pids_current(cluster: Cluster, node: str) -> str:
     script = "cat /sys/fs/cgroup/pids.current 2>/dev/null || cat /sys/fs/cgroup/pids/pids.current"
-    return cluster.exec(node, ["sh", "-c", script], timeout=15).output.strip()
+    return read(cluster, node, script).strip()
 
 
 def host_ipv4_addresses() -> Iterator[tuple[str, ipaddress.IPv4Interface]]:
