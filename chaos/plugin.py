@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from chaos import engine_hooks, labels, selection, trials
+from chaos import boot_ahead_hooks, engine_hooks, labels, selection, trials
 from chaos.engine_hooks import engine_lines, engine_lost_already
 from chaos.errors import ChaosError
 from chaos.interrupts import INTERRUPTED, install_handlers
@@ -88,6 +88,11 @@ def pytest_configure(config: pytest.Config) -> None:
         "from fixtures/clusters and/or ClusterSpec fields (workers=2, gcs_ft='redis', env={...})",
     )
     config.addinivalue_line("markers", "claim(*ids): claim ids this experiment verifies")
+    config.addinivalue_line(
+        "markers",
+        "no_boot_ahead: boot this test's cluster at its own set-up, not while the previous "
+        "test runs (for a test whose cluster_spec fixture is not its cluster marker)",
+    )
     try:
         settings = resolve(
             {o.dest: config.getoption(f"raychaos_{o.dest}") for o in OPTIONS},
@@ -109,6 +114,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(reporting, "raychaos-reporting")
     config.pluginmanager.register(engine_hooks, "raychaos-engines")
     config.pluginmanager.register(trials, "raychaos-trials")
+    config.pluginmanager.register(boot_ahead_hooks, "raychaos-boot-ahead")
 
 
 @pytest.hookimpl(optionalhook=True)

@@ -234,6 +234,16 @@ OPTIONS: tuple[Option, ...] = (
         _trials,
     ),
     Option(
+        "boot_ahead",
+        "--raychaos-boot-ahead",
+        "raychaos_boot_ahead",
+        "RAYCHAOS_BOOT_AHEAD",
+        "true",
+        "boot the next test's cluster while the current test runs, through the same boot "
+        "slots (true or false)",
+        _bool,
+    ),
+    Option(
         "keep",
         "--raychaos-keep",
         "raychaos_keep",
@@ -259,6 +269,8 @@ class Settings:
     boot_slots: int = 0
     #: Every experiment runs this many times (trials of one test share its Allure history).
     trials: int = 1
+    #: Boot the next test's cluster while the current one runs (:mod:`chaos.boot_ahead`).
+    boot_ahead: bool = True
     keep: bool = False
     #: Engine URLs; empty: DOCKER_HOST, else the local socket (one engine).
     docker_hosts: tuple[str, ...] = ()

@@ -9,17 +9,19 @@ from __future__ import annotations
 import contextlib
 import itertools
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 import pytest
 
+from chaos.boot_ahead import BootAhead
 from chaos.cluster.spec import ClusterSpec, group_names, load_topology
 from chaos.errors import ChaosError, SpecError
 from chaos.interrupts import INTERRUPTED
 from chaos.report import timing
-from chaos.report.steps import seconds, step
+from chaos.report.steps import mark, seconds, short, step
 
 if TYPE_CHECKING:
     from chaos import labels
@@ -78,6 +80,19 @@ FIXTURES = frozenset(
 MARKERS = ("cluster", "claim")
 
 _TAGS = itertools.count(1)
+
+
+def _remove_unused(cluster: Cluster, why: str) -> None:
+    """Remove a cluster booted ahead that no test took (its reason on the terminal)."""
+    key = getattr(cluster.backend, "key", cluster.spec.name)
+    try:
+        cluster.stop()
+    except ChaosError as exc:
+        say(f"raychaos: removing cluster {key}, booted ahead ({why}), failed: {exc}")
+
+
+#: This process's cluster booting ahead for its next test (:mod:`chaos.boot_ahead`).
+BOOT_AHEAD = BootAhead(_remove_unused)
 
 
 def uses_raychaos(item: pytest.Item) -> bool:
@@ -188,10 +203,11 @@ class ClusterFactory:
         self._logs_attached: set[int] = set()
 
     def __call__(self, spec: ClusterSpec | None = None, **fields: Any) -> Cluster:
-        """Boot ``spec`` (default: the test's ``cluster`` marker) with ``fields`` replaced."""
-        from chaos.backends.docker import docker_backend
-        from chaos.cluster.cluster import Cluster
+        """Boot ``spec`` (default: the test's ``cluster`` marker) with ``fields`` replaced.
 
+        The test's first cluster may have been booted while the previous test ran
+        (:mod:`chaos.boot_ahead`): it is taken when it is this spec and still ready.
+        """
         if spec is None:
             spec = spec_from_marker(
                 self.request.node.get_closest_marker("cluster"),
@@ -200,31 +216,68 @@ class ClusterFactory:
             )
         if fields:
             spec = spec.replace(**fields)
+        named = "" if spec.name == "cluster" else f" {spec.name}"
+        title = f"boot: cluster{named} ({describe_spec(spec)}) ≤ {seconds(spec.boot_timeout_s)}"
+        if not self.clusters and BOOT_AHEAD.pending is not None:
+            waited = time.monotonic()
+            with step(f"{title}: booted ahead during the previous test"):
+                cluster, why = BOOT_AHEAD.take(self.request.node.nodeid, spec)
+                if cluster is None:
+                    mark(short(f"not used, booting now: {why}"))
+            if cluster is not None:
+                self.clusters.append(cluster)
+                timing.adopted(cluster, time.monotonic() - waited)
+                return cluster
+        from chaos.cluster.boot_slots import engine_scope
+
+        cluster = self.new_cluster(spec, self.request.node.nodeid)
+        self.clusters.append(cluster)
+        with step(title), engine_scope(self.engine_id):
+            cluster.start()
+        return cluster
+
+    @property
+    def engine_id(self) -> str:
+        """Whose boot slots this factory's boots take ("" = this machine's)."""
+        return self.engine.id if self.engine is not None else ""
+
+    def new_cluster(self, spec: ClusterSpec, test_id: str) -> Cluster:
+        """A cluster of ``spec`` on this factory's engine, labelled for ``test_id``, not
+        started (no Docker object exists yet)."""
+        from chaos.backends.docker import docker_backend
+        from chaos.cluster.boot_slots import slots_for_cpus
+        from chaos.cluster.cluster import Cluster
+
         backend = docker_backend(
             spec.name,
             client=self.client,
             builder=self.builder,
             identity=self.identity,
             tag=f"t{next(_TAGS)}",
-            test_id=self.request.node.nodeid,
+            test_id=test_id,
             workload_paths=self.workload_paths,
         )
-        named = "" if spec.name == "cluster" else f" {spec.name}"
-        title = f"boot: cluster{named} ({describe_spec(spec)}) ≤ {seconds(spec.boot_timeout_s)}"
-        if self.engine is None:
-            cluster = Cluster(spec, backend, boot_slots=self.settings.boot_slots or None)
-            self.clusters.append(cluster)
-            with step(title):
-                cluster.start()
-            return cluster
-        from chaos.cluster.boot_slots import engine_scope, slots_for_cpus
+        slots = self.settings.boot_slots or None
+        if self.engine is not None:
+            slots = slots or slots_for_cpus(self.engine.cpus or 2)
+        return Cluster(spec, backend, boot_slots=slots)
 
-        slots = self.settings.boot_slots or slots_for_cpus(self.engine.cpus or 2)
-        cluster = Cluster(spec, backend, boot_slots=slots)
-        self.clusters.append(cluster)
-        with step(title), engine_scope(self.engine.id):
-            cluster.start()
-        return cluster
+    def boot_ahead(self, item: pytest.Item | None) -> None:
+        """Start booting the cluster of ``item`` (the next test) if it can be booted ahead."""
+        from chaos.boot_ahead import eligible
+
+        if not self.settings.boot_ahead or INTERRUPTED.is_set() or not eligible(item):
+            return
+        if self.engine is not None and self.engine.lost:
+            return
+        assert item is not None
+        try:
+            spec = spec_from_marker(
+                item.get_closest_marker("cluster"), self.settings, version_of(item)
+            )
+        except Exception:  # noqa: BLE001 - a bad marker is the next test's error, at its set-up
+            return
+        BOOT_AHEAD.start(item.nodeid, spec, self.new_cluster(spec, item.nodeid), self.engine_id)
 
     def attach_logs(self, why: str) -> None:
         """Every node's log of every cluster into the report (once per cluster)."""

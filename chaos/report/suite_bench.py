@@ -35,6 +35,10 @@ class Boot:
     #: The whole start: images checked, network created, queued, booted.
     start_s: float = 0.0
     teardown_s: float = 0.0
+    #: Booted while the previous test ran (:mod:`chaos.boot_ahead`); the test waited only
+    #: ``waited_s`` for it.
+    ahead: bool = False
+    waited_s: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -89,6 +93,8 @@ class SuiteBench:
             "boot_s": round(self.total("boot_s"), 2),
             "start_s": round(self.total("start_s"), 2),
             "teardown_clusters_s": round(self.total("teardown_s"), 2),
+            "booted_ahead": sum(1 for b in self.boots if b.ahead),
+            "waited_for_ahead_s": round(self.total("waited_s"), 2),
             "fixture_setup_s": round(self.setup_s, 2),
             "fixture_teardown_s": round(self.teardown_s, 2),
             "bodies": [
@@ -112,6 +118,9 @@ class SuiteBench:
             line("  queued for a boot slot", self.total("queued_s")),
             line("  booting (slot held → all ALIVE)", self.total("boot_s")),
             line("  images and network before the slot", max(0.0, starting)),
+            f"  {'  booted ahead (during the previous test)':<40}"
+            f"{sum(1 for b in self.boots if b.ahead):9d}",
+            line("  tests waiting for those", self.total("waited_s")),
             line("tearing clusters down", self.total("teardown_s")),
             line("fixture set-up, all", self.setup_s, "boots included"),
             line("fixture teardown, all", self.teardown_s, "cluster removal included"),
@@ -171,6 +180,8 @@ def _boots(directory: Path, tests: Iterable[TestResult]) -> list[Boot]:
                     boot_s=seconds("boot_s"),
                     start_s=seconds("start_s"),
                     teardown_s=seconds("teardown_s"),
+                    ahead=bool(cluster.get("ahead")),
+                    waited_s=seconds("waited_s"),
                 )
             )
     return boots

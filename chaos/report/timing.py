@@ -26,6 +26,13 @@ TIMING = "raychaos timing"
 
 #: Seconds each cluster's removal took, until the factory attaches them.
 _REMOVED: weakref.WeakKeyDictionary[Cluster, float] = weakref.WeakKeyDictionary()
+#: Clusters booted during the previous test and taken by this one: seconds the test waited.
+_ADOPTED: weakref.WeakKeyDictionary[Cluster, float] = weakref.WeakKeyDictionary()
+
+
+def adopted(cluster: Cluster, waited_s: float) -> None:
+    """``cluster`` was booted ahead (:mod:`chaos.boot_ahead`); its test waited ``waited_s``."""
+    _ADOPTED[cluster] = waited_s
 
 
 @contextlib.contextmanager
@@ -52,6 +59,10 @@ def cluster_timing(cluster: Cluster) -> dict[str, Any]:
         found["boot_s"] = ready[0].get("seconds")
         found["start_s"] = ready[0].get("with_images_s")
     found["booted"] = bool(ready)
+    if cluster in _ADOPTED:
+        # Booted while the previous test ran: the test itself waited only this long.
+        found["ahead"] = True
+        found["waited_s"] = round(_ADOPTED[cluster], 2)
     if cluster in _REMOVED:
         found["teardown_s"] = round(_REMOVED.pop(cluster), 2)
     return found

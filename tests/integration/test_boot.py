@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import time
@@ -171,3 +172,59 @@ def test_a_sigkilled_run_is_swept_by_the_next(
         == []
     )
     assert docker_client.networks.list(filters={"label": f"raychaos.cluster={key}"}) == []
+
+
+BOOTED_AHEAD = """
+import pytest
+from tenacity import Retrying, stop_after_delay, wait_fixed
+
+from chaos.testkit import BOOT_AHEAD
+
+@pytest.fixture
+def skipper():
+    pytest.skip("skipped at set-up, after its cluster was booted ahead")
+
+@pytest.mark.cluster(workers=1, driver=False)
+def test_first(ray_cluster):
+    assert ray_cluster.head.node_id
+    # A body as long as the next cluster's boot: it is booting now, in the background.
+    ahead = BOOT_AHEAD.pending
+    assert ahead is not None and ahead.nodeid.endswith("test_second")
+    for attempt in Retrying(stop=stop_after_delay(240), wait=wait_fixed(0.5), reraise=True):
+        with attempt:
+            assert not ahead.thread.is_alive()
+    assert ahead.error is None, ahead.error
+
+@pytest.mark.cluster(workers=1, driver=False)
+def test_second(ray_cluster):
+    assert ray_cluster.head.node_id
+
+@pytest.mark.cluster(workers=1, driver=False)
+def test_third(skipper, ray_cluster):
+    raise AssertionError("never reached")
+"""
+
+
+def test_the_next_tests_cluster_boots_ahead_and_an_unused_one_is_removed(
+    pytester: pytest.Pytester, docker_client: docker.DockerClient
+) -> None:
+    """test_second takes the cluster booted while test_first ran; the one booted for
+    test_third (skipped by a fixture before it asks for a cluster) is removed."""
+    pytester.makepyfile(test_ahead=BOOTED_AHEAD)
+    pytester.mkdir("experiments")
+    (pytester.path / "experiments" / "workloads").symlink_to(ROOT / "experiments" / "workloads")
+    results = pytester.path / "allure"
+    result = pytester.runpytest_subprocess("-p", "no:randomly", f"--alluredir={results}")
+    result.assert_outcomes(passed=2, skipped=1)
+    run_id = next(
+        line.split()[2].rstrip(",") for line in result.outlines if line.startswith("raychaos: run ")
+    )
+    assert ours(docker_client, run_id) == []
+    clusters = [
+        cluster
+        for path in results.glob("*-attachment.json")
+        for cluster in json.loads(path.read_text()).get("clusters", [])
+    ]
+    assert sorted(bool(c.get("ahead")) for c in clusters) == [False, True], clusters
+    ahead = next(c for c in clusters if c.get("ahead"))
+    assert ahead["booted"] and ahead["waited_s"] < ahead["boot_s"], ahead
