@@ -270,6 +270,10 @@ class ClusterFactory:
             return
         if self.engine is not None and self.engine.lost:
             return
+        if len(self.settings.docker_hosts) > 1:
+            # Spread over engines, a test may boot on another engine than the one before (a
+            # lost engine's workers move): each test boots at its own set-up there.
+            return
         assert item is not None
         try:
             spec = spec_from_marker(
