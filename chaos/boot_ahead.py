@@ -6,7 +6,10 @@ of 1242 s wall booting, 214 s queued, on 2 cores). An xdist worker runs its test
 another and pytest names the next one (``pytest_runtest_protocol``'s ``nextitem``). Once the
 current test's own cluster is up and its body starts, the next test's cluster boots in a
 background thread through the same boot slots, so the machine never boots more clusters at
-once than before; the next test then finds it ready.
+once than before, and at the default CPU weight: a foreground boot's weight
+(``readiness.boot_priority``) would take CPU from the experiments running beside it (a head
+restart in GCS-02 took 69-98 s instead of 15-24 s beside a boosted boot). The next test then
+finds it ready.
 
 Only when it is provably the same cluster: the next test asks for ``ray_cluster``, carries no
 ``skip``/``skipif``/``xfail(run=False)`` or ``no_boot_ahead`` marker, and its spec comes from
@@ -103,10 +106,14 @@ class BootAhead:
 
         # A thread starts with an empty context: the boot slots are the engine's again.
         try:
+            ahead.cluster.background = True
             with engine_scope(engine_id):
                 ahead.cluster.start()
         except BaseException as exc:  # noqa: BLE001 - reported when the test takes it
             ahead.error = exc
+        finally:
+            # Its test's restarts are foreground boots again, as on any other cluster.
+            ahead.cluster.background = False
 
     def take(self, nodeid: str, spec: ClusterSpec) -> tuple[Cluster | None, str]:
         """The cluster booted for ``nodeid`` if it is ``spec`` and ready, else (None, why);
@@ -129,7 +136,7 @@ class BootAhead:
             self._drop(ahead, why)
             return None, why
         try:
-            ahead.cluster.wait_ready(RECHECK_S)
+            ahead.cluster.check_still_ready(RECHECK_S)
         except ChaosError as exc:
             why = f"a node of the cluster booted ahead is no longer ALIVE: {exc}"
             self._drop(ahead, why)

@@ -51,6 +51,9 @@ class Cluster:
         self.nodes: dict[str, Node] = {}
         self._plan: ClusterPlan | None = None
         self.boot_seconds: float | None = None
+        #: Booted while other clusters run experiments (:mod:`chaos.boot_ahead`): its nodes
+        #: boot at the default CPU weight, not over the experiments' (``boot_priority``).
+        self.background = False
         self._sources = 0
         self._lock = threading.Lock()
         #: Per node, the time from which its host's log counts (after a restart).
@@ -276,6 +279,11 @@ class Cluster:
     def wait_ready(self, timeout: float, nodes: Iterable[Node] | None = None) -> None:
         """Block until every expected node is ALIVE in the GCS (see :mod:`readiness`)."""
         readiness.wait_ready(self, timeout, nodes)
+
+    def check_still_ready(self, timeout: float) -> None:
+        """Every node is still ALIVE under the Ray node id it joined with (see
+        :mod:`readiness`); raises :class:`ClusterBootTimeout` otherwise."""
+        readiness.still_ready(self, timeout)
 
     # -- diagnostics -----------------------------------------------------------------------
     def ray_status(self, timeout: float = 30) -> str:

@@ -39,21 +39,8 @@ def wait_ready(cluster: Cluster, timeout: float, nodes: Iterable[Node] | None = 
     stale = [i for n in expected for i in ([n.node_id] if n.node_id else [])]
     stale += [i for n in expected for i in n.past_node_ids]
     deadline = time.monotonic() + timeout
-    argv = [
-        "python",
-        "-u",
-        "-m",
-        "raychaos_agent.ready",
-        "--address",
-        cluster.plan.gcs_address,
-        "--expect",
-        ",".join(n.ip for n in expected),
-    ]
-    if stale:
-        argv += ["--ignore-ids", ",".join(stale)]
-    # The probe is a driver and needs a raylet of the same cluster beside it: after a head
-    # restart without persistence only the head's raylet belongs to the new cluster.
-    host = cluster.head if cluster.head in expected else cluster.driver
+    argv = probe_argv(cluster, expected, stale)
+    host = probe_host(cluster, expected)
     source = cluster.next_source("ready")
     retries: dict[str, int] = {}
     with boot_priority(cluster, expected):
@@ -91,6 +78,42 @@ def wait_ready(cluster: Cluster, timeout: float, nodes: Iterable[Node] | None = 
             probe.wait_event({Kind.READY, Kind.EXEC_ENDED}, timeout=1.0)
 
 
+def probe_argv(cluster: Cluster, expected: list[Node], stale: list[str]) -> list[str]:
+    argv = ["python", "-u", "-m", "raychaos_agent.ready", "--address", cluster.plan.gcs_address]
+    argv += ["--expect", ",".join(n.ip for n in expected)]
+    return argv + (["--ignore-ids", ",".join(stale)] if stale else [])
+
+
+def probe_host(cluster: Cluster, expected: list[Node]) -> Node:
+    """The probe is a driver and needs a raylet of the same cluster beside it: after a head
+    restart without persistence only the head's raylet belongs to the new cluster."""
+    return cluster.head if cluster.head in expected else cluster.driver
+
+
+def still_ready(cluster: Cluster, timeout: float) -> None:
+    """Every node that joined is ALIVE in the GCS under the very id it joined with (a cluster
+    booted a while ago, before a test takes it); else :class:`ClusterBootTimeout`."""
+    expected = [n for n in cluster.nodes.values() if n.expect_join]
+    probe = cluster.stream(
+        probe_host(cluster, expected).name,
+        probe_argv(cluster, expected, []),
+        source=cluster.next_source("ready"),
+        bound_s=timeout,
+    )
+    try:
+        probe.wait_event({Kind.READY, Kind.EXEC_ENDED}, timeout=timeout)
+        ready = [e for e in probe.events() if e.kind == Kind.READY]
+    finally:
+        probe.stop()
+    by_ip = ready[-1].get("nodes", {}) if ready else {}
+    changed = {n.name: by_ip.get(n.ip) for n in expected if by_ip.get(n.ip) != n.node_id}
+    if changed:
+        raise ClusterBootTimeout(
+            f"cluster {cluster.spec.name}: not every node is ALIVE under the id it joined "
+            f"with (now: {changed}; probe: {probe.tail(3)})"
+        )
+
+
 @contextlib.contextmanager
 def boot_priority(cluster: Cluster, nodes: Iterable[Node]) -> Iterator[None]:
     """Give booting nodes a larger CPU share than running ones for the duration.
@@ -99,7 +122,8 @@ def boot_priority(cluster: Cluster, nodes: Iterable[Node]) -> Iterator[None]:
     a hard-coded 15 s; on a small machine running other experiments, the weight is what
     lets the agent's imports finish in time. Only matters under contention.
     """
-    names = [n.name for n in nodes]
+    # A background boot (the next test's, while experiments run) must not outweigh them.
+    names = [] if cluster.background else [n.name for n in nodes]
     for name in names:
         cluster.backend.set_cpu_weight(name, BOOT_CPU_SHARES)
     try:

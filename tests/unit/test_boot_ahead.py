@@ -1,6 +1,6 @@
 """Booting the next test's cluster ahead: who is eligible, what is taken, what is removed.
 
-The cluster is a stand-in with ``start`` and ``wait_ready`` (the real boot is proven in
+The cluster is a stand-in with ``start`` and ``check_still_ready`` (the real boot is proven in
 tests/integration/test_boot.py); the rules here are the ones no daemon is needed for.
 """
 
@@ -39,15 +39,18 @@ class FakeCluster:
         self.fail, self.ready = fail, ready
         self.release = threading.Event()
         self.started = False
+        self.background = False
+        self.booted_in_background = False
 
     def start(self) -> FakeCluster:
+        self.booted_in_background = self.background
         self.release.wait(10)
         if self.fail is not None:
             raise self.fail
         self.started = True
         return self
 
-    def wait_ready(self, timeout: float) -> None:
+    def check_still_ready(self, timeout: float) -> None:
         if not self.ready:
             raise ClusterBootTimeout("node worker-1 is DEAD")
 
@@ -92,6 +95,8 @@ def test_the_next_test_takes_its_cluster(ahead: BootAhead, removed: list[Any]) -
     taken: Any
     taken, why = ahead.take("t::next", SPEC)
     assert taken is cluster and cluster.started and why == ""
+    assert cluster.booted_in_background, "a boot beside running experiments has no CPU weight"
+    assert not cluster.background, "the test's own restarts are foreground boots"
     assert ahead.pending is None and removed == []
 
 
