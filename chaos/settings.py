@@ -238,9 +238,9 @@ OPTIONS: tuple[Option, ...] = (
         "--raychaos-boot-ahead",
         "raychaos_boot_ahead",
         "RAYCHAOS_BOOT_AHEAD",
-        "true",
+        "false",
         "boot the next test's cluster while the current test runs, through the same boot "
-        "slots (true or false)",
+        "slots (true or false; pays off only where boots are not CPU-bound)",
         _bool,
     ),
     Option(
@@ -270,7 +270,7 @@ class Settings:
     #: Every experiment runs this many times (trials of one test share its Allure history).
     trials: int = 1
     #: Boot the next test's cluster while the current one runs (:mod:`chaos.boot_ahead`).
-    boot_ahead: bool = True
+    boot_ahead: bool = False
     keep: bool = False
     #: Engine URLs; empty: DOCKER_HOST, else the local socket (one engine).
     docker_hosts: tuple[str, ...] = ()

@@ -214,7 +214,9 @@ def test_the_next_tests_cluster_boots_ahead_and_an_unused_one_is_removed(
     pytester.mkdir("experiments")
     (pytester.path / "experiments" / "workloads").symlink_to(ROOT / "experiments" / "workloads")
     results = pytester.path / "allure"
-    result = pytester.runpytest_subprocess("-p", "no:randomly", f"--alluredir={results}")
+    result = pytester.runpytest_subprocess(
+        "-p", "no:randomly", f"--alluredir={results}", "--raychaos-boot-ahead=true"
+    )
     result.assert_outcomes(passed=2, skipped=1)
     run_id = next(
         line.split()[2].rstrip(",") for line in result.outlines if line.startswith("raychaos: run ")
