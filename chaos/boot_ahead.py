@@ -9,7 +9,8 @@ background thread through the same boot slots, so the machine never boots more c
 once than before, and at the default CPU weight: a foreground boot's weight
 (``readiness.boot_priority``) would take CPU from the experiments running beside it (a head
 restart in GCS-02 took 69-98 s instead of 15-24 s beside a boosted boot). The next test then
-finds it ready.
+finds it ready. Off by default: on 2 cores boots are CPU-bound, and the suite took 1373 s
+with it against 1242 s without (README, Performance); it pays off where cores are spare.
 
 Only when it is provably the same cluster: the next test asks for ``ray_cluster``, carries no
 ``skip``/``skipif``/``xfail(run=False)`` or ``no_boot_ahead`` marker, and its spec comes from
