@@ -28,9 +28,8 @@ sweep, like every cluster of the process (same run and owner labels).
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from chaos.errors import ChaosError
@@ -55,7 +54,6 @@ class Ahead:
     nodeid: str
     spec: ClusterSpec
     cluster: Cluster
-    started_at: float = field(default_factory=time.monotonic)
     thread: threading.Thread | None = None
     error: BaseException | None = None
 
