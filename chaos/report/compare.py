@@ -2,14 +2,23 @@
 
 ``raychaos compare BASE CANDIDATE`` compares two results directories, or two releases inside
 one (``raychaos compare DIR`` when it holds exactly two). Per claim: each side's verdict
-(:mod:`chaos.report.coverage`) and one change class (:data:`CHANGES`, worst first). Only a
-*regression* (passed → failed or broken) fails the comparison. A strict xfail that passes
-is pytest's ``[XPASS(strict)]`` failure: here it is "finding gone", never a regression.
+(:mod:`chaos.report.coverage`), one change class (:data:`CHANGES`, most important first) and
+every window it measured, side by side. Only a *regression* (passed → failed or broken) fails
+the comparison. A strict xfail that passes is pytest's ``[XPASS(strict)]`` failure: here it is
+"finding gone", never a regression.
+
+The table a team reads before an upgrade (:func:`lines`; Markdown, the HTML page and
+``raychaos report`` render it alike): the changes, then the unchanged claims, each followed by
+its windows (median and range over the trials, base beside candidate), then one line counting
+the claims run on neither side. A result judges only the claims it evaluated
+(:func:`chaos.report.coverage.verdict_for`): a failed body leaves INV-01/INV-02 *not judged*
+for that test. Each detail is the message of the result that decided the verdict.
 
 Exceptions and ``.reason`` values are read from what the results carry: the failure message
-and string measurements. Measured windows are compared only where a side repeated a test
-(several results of one historyId, or a list of values / a ``trials`` mapping in its
-measurements): a window moved when the two sides' ranges do not overlap.
+and string measurements. A measurement named for a claim (``TASK-05 kill → retry done (s)``)
+is that claim's; any other is every body claim's of its test (:func:`owned`). A window moved
+beyond the trials' noise (ranges apart) or, with a single trial, beyond a stated tolerance
+(:func:`chaos.report.stats.moved`).
 
 Repeated trials (``--raychaos-trials N``, :mod:`chaos.trials`): a claim's verdict is the worst
 of every trial, shown with how many trials reached it (``failed 1/3``), and a change in its
@@ -20,10 +29,10 @@ interval lies wholly below the base's. Within the noise the row says so and stay
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 
 from chaos.errors import ChaosError
@@ -46,7 +55,19 @@ from chaos.report.coverage import (
 )
 from chaos.report.model import FINDING as FINDING_RE
 from chaos.report.model import Results, TestResult
-from chaos.report.stats import Proportion, beyond_noise, measurements, numbers
+from chaos.report.stats import (
+    BEYOND_NOISE,
+    BEYOND_TOLERANCE,
+    MOVE_FLOOR,
+    MOVE_RATIO,
+    Proportion,
+    Spread,
+    beyond_noise,
+    measurements,
+    moved,
+    numbers,
+)
+from chaos.selection import POSTCONDITIONS
 from chaos.trials import untrial
 
 REGRESSION = "regression"
@@ -59,7 +80,8 @@ MISSING_ONE_SIDE = "missing on one side"
 CHANGED = "changed"
 NOT_RUN = "not run"
 UNCHANGED = "unchanged"
-#: Change classes, most important first (the order of the report's rows).
+#: Change classes, most important first (the order of the report's rows): the changes, then
+#: the unchanged claims; claims run on neither side are only counted.
 CHANGES = (
     REGRESSION,
     NEW_FINDING,
@@ -69,8 +91,8 @@ CHANGES = (
     WINDOW_MOVED,
     CHANGED,
     MISSING_ONE_SIDE,
-    NOT_RUN,
     UNCHANGED,
+    NOT_RUN,
 )
 #: The status colour of each change on the HTML page (html.py's pill classes).
 COLOURS = {
@@ -204,8 +226,43 @@ def _observed(message: str) -> str:
     return "\n".join(lines)
 
 
-def signature(tests: Iterable[TestResult], blobs: Mapping[str, bytes]) -> tuple[str, ...]:
-    """Exception classes and ``reason`` values named by the tests' messages and measurements.
+#: A measurement named for one claim: ``TASK-05 kill → retry done (s)``.
+_OWNER = re.compile(r"^([A-Z]+-[0-9]+)\b:?\s*")
+
+
+def owned(claim: str, claims: Sequence[str], name: str) -> str | None:
+    """The name of measurement ``name`` in ``claim``'s row, None when it is not ``claim``'s.
+
+    A name that starts with one of the test's ``claims`` belongs to that claim (shown without
+    the id); any other belongs to every claim of the test's body, never to a postcondition
+    (they measure nothing, and every experiment carries them).
+    """
+    found = _OWNER.match(name)
+    if found and found.group(1) in claims:
+        return (name[found.end() :] or name) if found.group(1) == claim else None
+    return None if claim in POSTCONDITIONS else name
+
+
+def _own_measurements(
+    test: TestResult, claim: str, blobs: Mapping[str, bytes]
+) -> list[tuple[str, object]]:
+    """(name, value) of ``test``'s measurements that are ``claim``'s; a ``trials`` mapping's
+    lists under their own names."""
+    found: list[tuple[str, object]] = []
+    for name, value in measurements(test, blobs).items():
+        listed = value.items() if name == "trials" and isinstance(value, dict) else [(name, value)]
+        for each, data in listed:
+            shown = owned(claim, test.claims, str(each))
+            if shown is not None:
+                found.append((shown, data))
+    return found
+
+
+def signature(
+    tests: Iterable[TestResult], blobs: Mapping[str, bytes], claim: str | None = None
+) -> tuple[str, ...]:
+    """Exception classes and ``reason`` values named by the tests' messages and measurements
+    (with ``claim``: only the measurements that are that claim's, :func:`owned`).
 
     Left out: the FINDING reason of a strict xfail (the marker's fixed text) and pytest's
     ``assert a == b`` explanation (it names the expected class as well as the one seen).
@@ -216,45 +273,80 @@ def signature(tests: Iterable[TestResult], blobs: Mapping[str, bytes]) -> tuple[
         if FINDING_RE.match(message):
             message = message.partition("\n\n")[2]
         texts.append(_observed(message))
-        texts += [v for v in measurements(test, blobs).values() if isinstance(v, str)]
+        found = (
+            list(measurements(test, blobs).items())
+            if claim is None
+            else _own_measurements(test, claim, blobs)
+        )
+        texts += [v for _, v in found if isinstance(v, str)]
     errors = {e for text in texts for e in _ERROR.findall(text)} - _CHECKER
     reasons = {f"reason {r}" for text in texts for r in _REASON.findall(text)}
     return tuple(sorted(errors) + sorted(reasons))
 
 
-def trials(side: Side, claim: str) -> dict[str, list[float]]:
-    """(test, measurement) → every value of it across repeated runs of the claim's tests.
+def _test_name(run: TestResult, release: str) -> str:
+    """The test without its claim ids, trial and release: both sides' names meet."""
+    name = untrial(untitled(run.name)).replace(release, "<ray>")
+    return name.replace("[<ray>]", "").replace("<ray>-", "").replace("-<ray>", "")
 
-    Keys name the test without the release and the trial (so both sides' keys meet, and
-    ``test_x[2.60.0-trial2]`` joins ``test_x[2.60.0-trial1]``). A ``trials`` mapping
-    in the measurements adds its lists (``{"trials": {"kill → DEAD (s)": [6.1, 6.3]}}``).
+
+def trials(side: Side, claim: str) -> dict[tuple[str, str], list[float]]:
+    """(test, measurement) → every value of the claim's measurement over repeated runs.
+
+    Tests are named without the release and the trial (so both sides' keys meet, and
+    ``test_x[2.60.0-trial2]`` joins ``test_x[2.60.0-trial1]``); measurements as
+    :func:`owned` names them. A ``trials`` mapping in the measurements adds its lists
+    (``{"trials": {"kill → DEAD (s)": [6.1, 6.3]}}``).
     """
-    values: dict[str, list[float]] = {}
+    values: dict[tuple[str, str], list[float]] = {}
     for run in side.runs:
         if claim not in run.claims:
             continue
-        test = untrial(untitled(run.name)).replace(side.release, "<ray>")
-        for name, value in measurements(run, side.blobs).items():
-            if name == "trials" and isinstance(value, dict):
-                for sub, listed in value.items():
-                    values.setdefault(f"{test}: {sub}", []).extend(numbers(listed))
-            else:
-                values.setdefault(f"{test}: {name}", []).extend(numbers(value))
+        test = _test_name(run, side.release)
+        for name, value in _own_measurements(run, claim, side.blobs):
+            values.setdefault((test, name), []).extend(numbers(value))
     return {k: v for k, v in values.items() if v}
 
 
-def moved_windows(base: Side, candidate: Side, claim: str) -> list[str]:
-    """Measurements with repeated trials on both sides whose ranges do not overlap."""
+@dataclass(frozen=True)
+class Window:
+    """One measured window of a claim on both sides: median and range over the trials."""
+
+    #: The measurement, with its test when the claim's windows come from several tests.
+    label: str
+    base: Spread | None
+    candidate: Spread | None
+    #: Why it moved (:func:`chaos.report.stats.moved`), "" when it did not or a side lacks it.
+    moved: str = ""
+
+    @property
+    def delta(self) -> str:
+        """The candidate's median against the base's: ``-57 (×0.062)``."""
+        if self.base is None or self.candidate is None:
+            return ""
+        b, c = self.base.median, self.candidate.median
+        ratio = f" (×{c / b:.2g})" if b > 0 and c > 0 else ""
+        return f"{c - b:+.3g}{ratio}"
+
+
+def windows(base: Side, candidate: Side, claim: str) -> tuple[Window, ...]:
+    """Every measurement of ``claim`` on either side, side by side, in first-seen order."""
     before, after = trials(base, claim), trials(candidate, claim)
-    moved = []
-    for key in sorted(before.keys() & after.keys()):
-        b, c = before[key], after[key]
-        if len(b) >= 2 and len(c) >= 2 and (max(c) < min(b) or min(c) > max(b)):
-            moved.append(
-                f"{key}: {min(b):g}–{max(b):g} → {min(c):g}–{max(c):g} "
-                f"({len(b)} vs {len(c)} trials)"
+    keys = list(dict.fromkeys([*before, *after]))
+    several = len({test for test, _ in keys}) > 1
+    found = []
+    for key in keys:
+        b = Spread(tuple(before[key])) if key in before else None
+        c = Spread(tuple(after[key])) if key in after else None
+        found.append(
+            Window(
+                f"{key[0]}: {key[1]}" if several else key[1],
+                b,
+                c,
+                moved(b, c) if b is not None and c is not None else "",
             )
-    return moved
+        )
+    return tuple(found)
 
 
 # -- classification -------------------------------------------------------------------------
@@ -289,19 +381,32 @@ class Row:
     base: Cell
     candidate: Cell
     change: str
-    #: What changed, in one line ("" when nothing is worth saying).
+    #: What changed, in one line ("" when nothing is worth saying), from the result that
+    #: decided the verdict.
     detail: str
+    #: The claim's measured windows, base and candidate side by side.
+    windows: tuple[Window, ...] = ()
 
 
 def passes(cell: Cell) -> Proportion:
     """Passed trials out of the judged ones (passed, failed, broken) of a claim's tests."""
-    judged = [verdict_of(t) for t in cell.tests if verdict_of(t) in (PASSED, FAILED, BROKEN)]
+    verdicts = cell.verdicts or tuple(verdict_of(t) for t in cell.tests)
+    judged = [v for v in verdicts if v in (PASSED, FAILED, BROKEN)]
     return Proportion(judged.count(PASSED), len(judged))
 
 
+def _repeated(cell: Cell) -> bool:
+    """Whether a test of the cell ran more than once (trials: several results of a historyId)."""
+    ids = [t.history_id for t in cell.tests]
+    return len(set(ids)) < len(ids)
+
+
 def _noise(b: Cell, c: Cell, change: str) -> tuple[str, str]:
-    """The change after trial noise is weighed, and a note when trials were compared."""
+    """The change after trial noise is weighed, and a note when trials were compared (not
+    when a claim's several tests ran once each: they are not trials of one another)."""
     before, after = passes(b), passes(c)
+    if not (_repeated(b) or _repeated(c)):
+        return change, ""
     if max(before.n, after.n) < 2 or min(before.n, after.n) < 1:
         return change, ""
     if beyond_noise(before, after):
@@ -311,38 +416,54 @@ def _noise(b: Cell, c: Cell, change: str) -> tuple[str, str]:
     return change, ""
 
 
+def _own(cell: Cell) -> list[TestResult]:
+    """The cell's tests whose outcome is the claim's own (not a body's finding under a
+    postcondition, nor a postcondition's failure under the body's claims)."""
+    verdicts = cell.verdicts or tuple(verdict_of(t) for t in cell.tests)
+    return [t for t, v in zip(cell.tests, verdicts, strict=True) if v == verdict_of(t)]
+
+
+def _said(test: TestResult | None) -> str:
+    return _first_line(test) if test is not None and (test.message or test.strict_xpass) else ""
+
+
+def _unjudged(side: Side, cell: Cell) -> str:
+    if not cell.unjudged:
+        return ""
+    names = ", ".join(dict.fromkeys(_test_name(t, side.release) for t in cell.unjudged))
+    return f"not judged by {names} on Ray {side.release}: it failed before this check ran"
+
+
 def _row(claim: str, base: Side, candidate: Side, b: Cell, c: Cell) -> Row:
     change = classify(b.verdict, c.verdict)
     notes: list[str] = []
+    measured = windows(base, candidate, claim)
     if MISSING not in (b.verdict, c.verdict):
         change, note = _noise(b, c, change)
         notes += [note] if note else []
-    if MISSING not in (b.verdict, c.verdict):
-        before, after = signature(b.tests, base.blobs), signature(c.tests, candidate.blobs)
+        before = signature(_own(b), base.blobs, claim)
+        after = signature(_own(c), candidate.blobs, claim)
         # Beside a pass, the other side's message says it all (it is the detail below).
         if before != after and PASSED not in (b.verdict, c.verdict):
             notes.append(f"{', '.join(before) or '—'} → {', '.join(after) or '—'}")
             if change == UNCHANGED:
                 change = EXCEPTION_CHANGED
-        moved = moved_windows(base, candidate, claim)
-        if moved:
-            notes.append("window moved: " + "; ".join(moved))
-            if change == UNCHANGED:
-                change = WINDOW_MOVED
+        if change == UNCHANGED and any(w.moved for w in measured):
+            change = WINDOW_MOVED
+    said = ""
     if change in (REGRESSION, NEW_FINDING, CHANGED) or (
         change == MISSING_ONE_SIDE and c.verdict != MISSING
     ):
-        worst = next((t for t in c.tests if t.message or t.strict_xpass), None)
-        if worst is not None:
-            notes.insert(0, _first_line(worst))
+        said = _said(c.deciding())
     elif change == FINDING_GONE:
-        recorded = next((t for t in b.tests if FINDING_RE.match(t.message)), None)
-        notes.insert(0, _first_line(recorded) if recorded else "the recorded finding passed")
+        recorded = b.deciding() if b.verdict == FINDING else None
+        said = _said(recorded) or "the recorded finding passed"
     elif change == NOW_PASSES:
-        was = next((t for t in b.tests if t.message or t.strict_xpass), None)
-        if was is not None:
-            notes.insert(0, f"was: {_first_line(was)}")
-    return Row(claim, b, c, change, "; ".join(notes))
+        was = _said(b.deciding())
+        said = f"was: {was}" if was else ""
+    notes = ([said] if said else []) + notes
+    notes += [n for n in (_unjudged(base, b), _unjudged(candidate, c)) if n]
+    return Row(claim, b, c, change, "; ".join(notes), measured)
 
 
 @dataclass(frozen=True)
@@ -362,10 +483,11 @@ class Comparison:
         return 1 if self.count(REGRESSION) else 0
 
 
-def compare(base: Side, candidate: Side, catalogue: Catalogue) -> Comparison:
+def compare(base: Side, candidate: Side, catalogue: Catalogue | Sequence[str]) -> Comparison:
     """One row per catalogue claim (then any other claim either side carries)."""
+    ids = catalogue.ids if isinstance(catalogue, Catalogue) else tuple(catalogue)
     before, after = cells_of(base.tests, base.release), cells_of(candidate.tests, candidate.release)
-    extra = sorted((before.keys() | after.keys()) - set(catalogue.ids))
+    extra = sorted((before.keys() | after.keys()) - set(ids))
     rows = tuple(
         _row(
             claim,
@@ -374,14 +496,23 @@ def compare(base: Side, candidate: Side, catalogue: Catalogue) -> Comparison:
             before.get(claim, Cell(MISSING)),
             after.get(claim, Cell(MISSING)),
         )
-        for claim in [*catalogue.ids, *extra]
+        for claim in [*ids, *extra]
     )
     return Comparison(base, candidate, rows, tuple(extra))
 
 
-def _ordered(rows: Sequence[Row], catalogue_order: Sequence[str]) -> list[Row]:
-    position = {c: n for n, c in enumerate(catalogue_order)}
-    return sorted(rows, key=lambda r: (CHANGES.index(r.change), position.get(r.claim, 1 << 30)))
+def sides_of(results: Results) -> list[tuple[Side, Side]]:
+    """Each release of ``results`` against the next (oldest first): what ``raychaos report``
+    compares when a directory holds several releases."""
+    releases = releases_of(raychaos_tests(results))
+    return [(_side(results, a), _side(results, b)) for a, b in itertools.pairwise(releases)]
+
+
+def ordered(cmp: Comparison) -> list[Row]:
+    """Changes first (:data:`CHANGES` order), then unchanged claims; catalogue order within."""
+    position = {r.claim: n for n, r in enumerate(cmp.rows)}
+    shown = [r for r in cmp.rows if r.change != NOT_RUN]
+    return sorted(shown, key=lambda r: (CHANGES.index(r.change), position[r.claim]))
 
 
 def summary(cmp: Comparison) -> str:
@@ -389,15 +520,72 @@ def summary(cmp: Comparison) -> str:
     return ", ".join(parts)
 
 
-# -- output ---------------------------------------------------------------------------------
+# -- output: one table; Markdown here, HTML in chaos.report.html ----------------------------
+#: The mark of a window's line, under its claim's.
+WINDOW_MARK = "↳ "
+
+
+def legend() -> str:
+    """How windows are shown and when one moved (the tolerance stated)."""
+    return (
+        f"Windows ({WINDOW_MARK.strip()} rows): median (min–max, N trials) on each side. "
+        f"{WINDOW_MOVED.capitalize()}: with 2 trials or more on both sides when the ranges do "
+        f"not overlap ({BEYOND_NOISE}); else when the medians differ by ×{MOVE_RATIO:g} or more "
+        f"and by {MOVE_FLOOR:g} or more, seconds for a window ({BEYOND_TOLERANCE}: one "
+        "release's windows vary up to ×6 between suite runs). Postconditions (INV-01, "
+        "INV-02) are judged only by the tests that checked them."
+    )
+
+
+@dataclass(frozen=True)
+class Line:
+    """One line of the comparison table: a claim, or one of its windows under it."""
+
+    claim: str
+    base: str
+    candidate: str
+    change: str
+    detail: str
+    #: The claim's row (None for a window's line).
+    row: Row | None = None
+    window: Window | None = None
+
+
+def lines(cmp: Comparison) -> list[Line]:
+    """The table Markdown and HTML both render: every shown claim, its windows below it."""
+    found = []
+    for row in ordered(cmp):
+        found.append(
+            Line(row.claim, row.base.shown, row.candidate.shown, row.change, row.detail, row)
+        )
+        for w in row.windows:
+            why = f"{w.delta}, {w.moved}" if w.moved else w.delta
+            found.append(
+                Line(
+                    WINDOW_MARK + w.label,
+                    str(w.base) if w.base else "—",
+                    str(w.candidate) if w.candidate else "—",
+                    WINDOW_MOVED if w.moved else "",
+                    why,
+                    window=w,
+                )
+            )
+    return found
+
+
+def not_run(cmp: Comparison) -> list[str]:
+    return [r.claim for r in cmp.rows if r.change == NOT_RUN]
+
+
 def _md(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
 def render_markdown(cmp: Comparison) -> str:
-    """The changed claims as a Markdown table (for a terminal or a pull-request comment)."""
+    """The comparison as Markdown (a terminal, a pull-request comment): changes first, then
+    unchanged claims, each with its windows side by side, then a count of claims not run."""
     b, c = cmp.base, cmp.candidate
-    lines = [
+    out = [
         f"# raychaos compare: Ray {b.release} → Ray {c.release}",
         "",
         f"- base: {_md(b.label)}",
@@ -405,64 +593,30 @@ def render_markdown(cmp: Comparison) -> str:
         f"- {len(cmp.rows)} claims: {summary(cmp)}",
         "",
     ]
-    quiet = (UNCHANGED, NOT_RUN)
-    changed = [r for r in _ordered(cmp.rows, [r.claim for r in cmp.rows]) if r.change not in quiet]
-    if changed:
-        lines += [
+    table = lines(cmp)
+    if table:
+        out += [
             f"| claim | Ray {_md(b.release)} | Ray {_md(c.release)} | change | detail |",
             "|---|---|---|---|---|",
         ]
-        for row in changed:
-            change = f"**{row.change}**" if row.change == REGRESSION else row.change
-            lines.append(
-                f"| {row.claim} | {row.base.shown} | {row.candidate.shown} | {change} "
-                f"| {_md(row.detail)} |"
+        for line in table:
+            change = (
+                f"**{line.change}**" if line.change in (REGRESSION, WINDOW_MOVED) else line.change
             )
-        lines.append("")
-    for change, title in ((UNCHANGED, "Unchanged"), (NOT_RUN, "Not run on either side")):
-        same = [r.claim for r in cmp.rows if r.change == change]
-        if same:
-            lines.append(f"{title} ({len(same)}): {', '.join(same)}")
+            out.append(
+                f"| {_md(line.claim)} | {_md(line.base)} | {_md(line.candidate)} | {change} "
+                f"| {_md(line.detail)} |"
+            )
+        out.append("")
+        if any(line.window for line in table):
+            out.append(legend())
+    skipped = not_run(cmp)
+    if skipped:
+        out.append(f"Not run on either side: {len(skipped)} claims")
     if cmp.unknown:
-        lines.append(f"Not in the claim catalogue: {', '.join(cmp.unknown)}")
-    lines.append(
+        out.append(f"Not in the claim catalogue: {', '.join(cmp.unknown)}")
+    out.append(
         "Result: "
         + (f"{cmp.count(REGRESSION)} regression(s)" if cmp.exit_code else "no regression")
     )
-    return "\n".join(lines) + "\n"
-
-
-def render_html(cmp: Comparison, *, generated: datetime | None = None) -> str:
-    """The whole comparison as one self-contained page, in the report's style."""
-    from chaos.report.html import escape, page, pill
-
-    b, c = cmp.base, cmp.candidate
-    pills = " ".join(pill(COLOURS[ch], f"{ch} {cmp.count(ch)}") for ch in CHANGES if cmp.count(ch))
-
-    def verdict(cell: Cell) -> str:
-        css = "not run" if cell.verdict == MISSING else cell.verdict
-        css = {XPASS: "passed"}.get(css, css)
-        return pill(css, cell.shown)
-
-    rows = "".join(
-        f"<tr><th>{escape(r.claim)}</th><td>{verdict(r.base)}</td><td>{verdict(r.candidate)}</td>"
-        f"<td>{pill(COLOURS[r.change], r.change)}</td><td>{escape(r.detail)}</td></tr>"
-        for r in _ordered(cmp.rows, [r.claim for r in cmp.rows])
-    )
-    when = (generated or datetime.now(UTC)).strftime("%Y-%m-%d %H:%M UTC")
-    body = (
-        f"<p>base: {escape(b.label)}<br>candidate: {escape(c.label)}</p>"
-        f"<p>{len(cmp.rows)} claims: {pills}</p>"
-        f"<p><b>{'REGRESSION' if cmp.exit_code else 'No regression'}</b>: a regression is a "
-        "claim that passed on the base and failed or broke on the candidate. A recorded "
-        "finding whose test now passes (pytest's [XPASS(strict)]) is listed as "
-        f"“{FINDING_GONE}”.</p>"
-        "<table><tr><th>claim</th>"
-        f"<th>Ray {escape(b.release)}</th><th>Ray {escape(c.release)}</th>"
-        f"<th>change</th><th>detail</th></tr>{rows}</table>"
-    )
-    return page(
-        f"raychaos compare — Ray {b.release} → Ray {c.release}",
-        f"generated {when}",
-        body,
-    )
+    return "\n".join(out) + "\n"

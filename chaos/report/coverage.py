@@ -8,6 +8,10 @@ A claim is *accounted for* on a release when it was verified (its tests passed) 
 gap to Ray's docs is a recorded finding (a strict xfail whose reason starts with FINDING:);
 ``strict`` accepts verified only. A skip verifies nothing, and a strict xfail that passed
 (the finding no longer reproduces) failed the run until its marker is updated.
+
+A result judges only what it evaluated (:func:`verdict_for`): the postconditions INV-01 and
+INV-02 run at teardown after a body that did not fail, so a failed body leaves them *not
+judged* for that test, and a postcondition that failed leaves the body's claims passed.
 """
 
 from __future__ import annotations
@@ -30,6 +34,8 @@ SKIPPED = "skipped"
 FAILED = "failed"
 BROKEN = "broken"
 MISSING = "missing"
+#: A result that carries a claim but never evaluated it (a postcondition after a failed body).
+NOT_JUDGED = "not judged"
 #: A cell shows the worst verdict among its tests; worst first.
 VERDICT_ORDER = (FAILED, BROKEN, XPASS, SKIPPED, FINDING, PASSED)
 #: Coverage buckets: what each verdict counts as.
@@ -55,14 +61,49 @@ def verdict_of(test: TestResult) -> str:
     return status if status in (PASSED, FINDING, SKIPPED, FAILED) else BROKEN
 
 
+def _names(test: TestResult, claim: str) -> bool:
+    """Whether the failure message's first line names ``claim`` (``INV-01: resources …``)."""
+    first = test.message.strip().splitlines()[0] if test.message.strip() else ""
+    return re.search(rf"\b{re.escape(claim)}\b", first) is not None
+
+
+def postconditions_failed(test: TestResult) -> bool:
+    """Whether ``test`` failed in a postcondition's check, after its body passed.
+
+    The teardown's ``check:`` steps say so when the results have them (:mod:`chaos.experiment`
+    names them); without steps, the failure message names the postcondition.
+    """
+    if verdict_of(test) not in (FAILED, BROKEN):
+        return False
+    ran = [status for claim, status in test.checks if claim in POSTCONDITIONS]
+    if ran:
+        return any(status != PASSED for status in ran)
+    return any(_names(test, c) for c in POSTCONDITIONS if c in test.claims)
+
+
 def verdict_for(claim: str, test: TestResult) -> str:
-    """``test``'s verdict on ``claim``. A postcondition (INV-01, INV-02) is checked at teardown,
-    after the body: on a recorded finding (or one gone) the labelled postconditions held, since
-    a violated one ends the result failed or broken; the body's finding is not theirs."""
+    """``test``'s verdict on ``claim``, or :data:`NOT_JUDGED` when it never evaluated it.
+
+    A postcondition (INV-01, INV-02) is checked at teardown, after a body that did not fail:
+    on a recorded finding (or one gone) it held, since a violated one ends the result failed
+    or broken; the body's finding is not its own. A failed or broken result judged it only
+    when its check ran (its teardown step) or, in results without steps, when the failure
+    names it: else the body (or an earlier check) failed first. The other way round, a
+    failure in a postcondition's check came after the body passed: the body's claims held.
+    """
     verdict = verdict_of(test)
-    if claim in POSTCONDITIONS and verdict in (FINDING, XPASS):
+    if claim not in POSTCONDITIONS:
+        return PASSED if postconditions_failed(test) else verdict
+    if verdict in (FINDING, XPASS):
         return PASSED
-    return verdict
+    if verdict not in (FAILED, BROKEN):
+        return verdict
+    ran = {c: status for c, status in test.checks if c in POSTCONDITIONS}
+    if ran:
+        if claim not in ran:
+            return NOT_JUDGED
+        return {PASSED: PASSED, FAILED: FAILED}.get(ran[claim], BROKEN)
+    return verdict if _names(test, claim) else NOT_JUDGED
 
 
 def worst(verdicts: Iterable[str]) -> str:
@@ -78,15 +119,26 @@ class Cell:
     tests: tuple[TestResult, ...] = ()
     #: Each test's verdict on this cell's claim (see :func:`verdict_for`), in ``tests`` order.
     verdicts: tuple[str, ...] = ()
+    #: Tests that carry the claim but did not judge it (:data:`NOT_JUDGED`): not in ``tests``.
+    unjudged: tuple[TestResult, ...] = ()
 
     @property
     def shown(self) -> str:
         """The verdict, with how many of several tests reached it (``failed 1/2``)."""
+        if not self.tests and self.unjudged:
+            return NOT_JUDGED
         if len(self.tests) < 2:
             return self.verdict
         verdicts = self.verdicts or tuple(verdict_of(t) for t in self.tests)
         same = sum(1 for v in verdicts if v == self.verdict)
         return f"{self.verdict} {same}/{len(self.tests)}"
+
+    def deciding(self) -> TestResult | None:
+        """The first test whose verdict is the cell's: the one that decided it."""
+        verdicts = self.verdicts or tuple(verdict_of(t) for t in self.tests)
+        return next(
+            (t for t, v in zip(self.tests, verdicts, strict=True) if v == self.verdict), None
+        )
 
 
 def _version_key(version: str) -> tuple[tuple[int, str], ...]:
@@ -131,8 +183,13 @@ def cells_of(tests: Iterable[TestResult], release: str) -> dict[str, Cell]:
                 found.setdefault(claim, []).append(test)
     cells = {}
     for claim, group in found.items():
-        verdicts = tuple(verdict_for(claim, t) for t in group)
-        cells[claim] = Cell(worst(verdicts), tuple(group), verdicts)
+        judged = [(t, v) for t in group if (v := verdict_for(claim, t)) != NOT_JUDGED]
+        cells[claim] = Cell(
+            worst(v for _, v in judged),
+            tuple(t for t, _ in judged),
+            tuple(v for _, v in judged),
+            tuple(t for t in group if verdict_for(claim, t) == NOT_JUDGED),
+        )
     return cells
 
 

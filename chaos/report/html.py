@@ -18,6 +18,20 @@ from pathlib import Path
 from chaos.report.catalogue import Catalogue, load_catalogue
 from chaos.report.categories import FINDING_GONE
 from chaos.report.claims import FAMILIES
+from chaos.report.compare import (
+    CHANGES,
+    COLOURS,
+    WINDOW_MOVED,
+    Comparison,
+    compare,
+    legend,
+    lines,
+    not_run,
+    sides_of,
+)
+from chaos.report.compare import FINDING_GONE as NO_LONGER_REPRODUCES
+from chaos.report.coverage import MISSING, NOT_JUDGED, XPASS
+from chaos.report.coverage import Cell as ClaimCell
 from chaos.report.matrix import (
     NOT_RUN,
     STATUS_ORDER,
@@ -65,7 +79,7 @@ def _e(value: object) -> str:
 
 def _css(status: str) -> str:
     """The CSS class of an effective status (one word)."""
-    return {NOT_RUN: "notrun", GONE: "gone"}.get(status, status)
+    return {NOT_RUN: "notrun", NOT_JUDGED: "notrun", GONE: "gone"}.get(status, status)
 
 
 def _status(status: str, text: str | None = None) -> str:
@@ -128,7 +142,13 @@ def _matrix(
         for version in versions:
             cell = cells.get((claim, version), Cell(NOT_RUN))
             tip = (
-                "; ".join(f"{n}: {s}" for n, s in cell.tests) or "no experiment carries this claim"
+                "; ".join(
+                    [
+                        *(f"{n}: {s}" for n, s in cell.tests),
+                        *(f"{n}: {NOT_JUDGED}" for n in cell.unjudged),
+                    ]
+                )
+                or "no experiment carries this claim"
             )
             css = _css(cell.status)
             shown = cell.status
@@ -228,6 +248,79 @@ def _timelines(tests: Sequence[TestResult], blobs: Mapping[str, bytes]) -> str:
     return "".join(figures) or '<p class="muted">No timelines attached.</p>'
 
 
+def _comparisons(results: Results, claim_ids: Sequence[str]) -> str:
+    """With several Ray releases: each against the next, as ``raychaos compare`` shows it."""
+    return "".join(
+        f"<h2>Ray {_e(base.release)} → Ray {_e(candidate.release)}</h2>"
+        + compare_section(compare(base, candidate, claim_ids))
+        for base, candidate in sides_of(results)
+    )
+
+
+def _verdict(cell: ClaimCell) -> str:
+    css = "not run" if cell.verdict == MISSING else cell.verdict
+    return _status({XPASS: "passed"}.get(css, css), cell.shown)
+
+
+def compare_section(cmp: Comparison) -> str:
+    """A comparison's table (:func:`chaos.report.compare.lines`: the rows and order of its
+    Markdown), its counts, the windows' legend and the count of claims run on neither side."""
+    b, c = cmp.base, cmp.candidate
+    rows = []
+    for line in lines(cmp):
+        if line.row is not None:
+            r = line.row
+            rows.append(
+                f"<tr><th>{_e(r.claim)}</th><td>{_verdict(r.base)}</td>"
+                f"<td>{_verdict(r.candidate)}</td><td>{_status(COLOURS[r.change], r.change)}</td>"
+                f"<td>{_e(r.detail)}</td></tr>"
+            )
+        else:
+            moved = _status(COLOURS[WINDOW_MOVED], line.change) if line.change else ""
+            rows.append(
+                f'<tr class="muted"><td>{_e(line.claim)}</td><td>{_e(line.base)}</td>'
+                f"<td>{_e(line.candidate)}</td><td>{moved}</td><td>{_e(line.detail)}</td></tr>"
+            )
+    pills = " ".join(
+        _status(COLOURS[ch], f"{ch} {cmp.count(ch)}") for ch in CHANGES if cmp.count(ch)
+    )
+    table = (
+        "<table><tr><th>claim</th>"
+        f"<th>Ray {_e(b.release)}</th><th>Ray {_e(c.release)}</th>"
+        f"<th>change</th><th>detail</th></tr>{''.join(rows)}</table>"
+        if rows
+        else ""
+    )
+    key = f'<p class="muted">{_e(legend())}</p>' if any(r.windows for r in cmp.rows) else ""
+    skipped = not_run(cmp)
+    tail = (
+        f"<p><details><summary>Not run on either side: {len(skipped)} claims</summary>"
+        f"{_e(', '.join(skipped))}</details></p>"
+        if skipped
+        else ""
+    )
+    if cmp.unknown:
+        tail += f"<p>Not in the claim catalogue: {_e(', '.join(cmp.unknown))}</p>"
+    return (
+        f"<p>{len(cmp.rows)} claims: {pills}</p>"
+        f"<p><b>{'REGRESSION' if cmp.exit_code else 'No regression'}</b>: a regression is a "
+        "claim that passed on the base and failed or broke on the candidate. A recorded "
+        "finding whose test now passes (pytest's [XPASS(strict)]) is listed as "
+        f"“{NO_LONGER_REPRODUCES}”.</p>{table}{key}{tail}"
+    )
+
+
+def render_compare(cmp: Comparison, *, generated: datetime | None = None) -> str:
+    """``raychaos compare``'s page: the comparison, self-contained, in the report's style."""
+    b, c = cmp.base, cmp.candidate
+    when = (generated or datetime.now(UTC)).strftime("%Y-%m-%d %H:%M UTC")
+    return page(
+        f"raychaos compare — Ray {b.release} → Ray {c.release}",
+        f"generated {when}",
+        f"<p>base: {_e(b.label)}<br>candidate: {_e(c.label)}</p>{compare_section(cmp)}",
+    )
+
+
 def render_html(
     results: Results, claims: Sequence[tuple[str, str]], *, generated: datetime | None = None
 ) -> str:
@@ -271,6 +364,7 @@ def render_html(
 <h2>Claims × Ray version</h2>
 <p>{legend}</p>
 {_matrix(claims, versions, cells)}
+{_comparisons(results, claim_ids)}
 <h2>Findings</h2>
 {_findings(results.tests)}
 <h2>Findings no longer reproduced</h2>

@@ -7,6 +7,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from chaos.report.coverage import NOT_JUDGED, verdict_for, verdict_of
 from chaos.report.model import GONE, MEASUREMENTS, TestResult
 
 #: A cell shows the worst result among its tests; worst first. A finding that no longer
@@ -20,6 +21,9 @@ class Cell:
     status: str
     #: (test name, effective status) of every test behind the cell.
     tests: tuple[tuple[str, str], ...] = ()
+    #: Names of tests that carry the claim but did not judge it (a postcondition after a
+    #: failed body: :func:`chaos.report.coverage.verdict_for`).
+    unjudged: tuple[str, ...] = ()
 
 
 def worst(statuses: Iterable[str]) -> str:
@@ -36,24 +40,32 @@ def versions_of(tests: Iterable[TestResult]) -> list[str]:
     return sorted(found, key=_version_key) or ["—"]
 
 
+def _status_for(claim: str, test: TestResult) -> str:
+    """``test``'s status on ``claim``: its own, unless it judged the claim otherwise (a
+    postcondition after a finding held; one never checked is not judged)."""
+    verdict = verdict_for(claim, test)
+    return test.effective_status if verdict == verdict_of(test) else verdict
+
+
 def claim_matrix(
     tests: Sequence[TestResult], claim_ids: Sequence[str], versions: Sequence[str]
 ) -> dict[tuple[str, str], Cell]:
-    """(claim, Ray version) → the worst result of the tests carrying that claim."""
+    """(claim, Ray version) → the worst result of the tests that judged that claim."""
     found: dict[tuple[str, str], list[tuple[str, str]]] = {}
     for test in tests:
         version = test.ray_version or versions[0]
         for claim in test.claims:
-            found.setdefault((claim, version), []).append((test.name, test.effective_status))
+            found.setdefault((claim, version), []).append((test.name, _status_for(claim, test)))
     every = list(dict.fromkeys([*claim_ids, *(c for c, _ in found)]))
-    return {
-        (claim, version): Cell(
-            worst(s for _, s in found.get((claim, version), [])),
-            tuple(found.get((claim, version), [])),
-        )
-        for claim in every
-        for version in versions
-    }
+    cells = {}
+    for claim in every:
+        for version in versions:
+            both = found.get((claim, version), [])
+            judged = tuple((n, s) for n, s in both if s != NOT_JUDGED)
+            unjudged = tuple(n for n, s in both if s == NOT_JUDGED)
+            status = worst(s for _, s in judged) if judged or not unjudged else NOT_JUDGED
+            cells[(claim, version)] = Cell(status, judged, unjudged)
+    return cells
 
 
 def measurements_of(test: TestResult, blobs: Mapping[str, bytes]) -> list[tuple[str, str]]:

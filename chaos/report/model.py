@@ -26,6 +26,9 @@ XPASS_STRICT = "[XPASS(strict)]"
 #: reproduces. Never "failed": a fix in Ray must not read as a regression.
 GONE = "finding gone"
 MEASUREMENTS = "measurements"
+#: A claim's check in a fixture's teardown step title: ``check: INV-01 available CPU …``
+#: (:mod:`chaos.experiment` names the postconditions' steps so).
+CHECK_STEP = re.compile(r"^check: ([A-Z]+-[0-9]+)\b")
 
 
 @dataclass(frozen=True)
@@ -56,6 +59,9 @@ class TestResult:
     attachments: list[Attachment] = field(default_factory=list)
     #: Which of ``--raychaos-trials`` runs this is (None: one trial per test).
     trial: int | None = None
+    #: (claim id, step status) of each claim checked in a fixture's teardown (the
+    #: postconditions): which checks ran, and how each ended.
+    checks: tuple[tuple[str, str], ...] = ()
 
     @property
     def effective_status(self) -> str:
@@ -119,6 +125,17 @@ def _attachments(node: Mapping[str, Any]) -> list[Attachment]:
     ]
     for step in node.get("steps") or []:
         found += _attachments(step)
+    return found
+
+
+def _checks(node: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """(claim id, status) of the ``check: <claim>`` steps of a fixture, depth first."""
+    found: list[tuple[str, str]] = []
+    for step in node.get("steps") or []:
+        matched = CHECK_STEP.match(str(step.get("name", "")))
+        if matched:
+            found.append((matched.group(1), str(step.get("status") or "unknown")))
+        found += _checks(step)
     return found
 
 
@@ -215,9 +232,12 @@ def load_results(directory: Path) -> Results:
             for f in [*container.get("befores", []), *container.get("afters", [])]
             for a in _attachments(f)
         ]
+        # Teardown steps say which postconditions were checked: a body that failed has none.
+        checks = tuple(c for f in container.get("afters", []) for c in _checks(f))
         for child in container.get("children", []):
             if child in by_uuid:
                 by_uuid[child].attachments += extra
+                by_uuid[child].checks += checks
     folded = fold_retries(tests)
     blobs: dict[str, bytes] = {}
     # Pictures of the results shown; measurements of every run (trials are compared).

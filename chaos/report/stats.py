@@ -97,6 +97,32 @@ class Spread:
         return f"{self.median:g} ({self.low:g}–{self.high:g}, {len(self.values)} trials)"
 
 
+#: With a single trial on a side there is no noise to measure, so a window moved only when the
+#: medians differ by this factor *and* this much (seconds, for a window). Why so wide: one
+#: release's windows vary that much between suite runs — in docs/evidence/data (three runs of
+#: 2.60.0) node-death windows spread ×6 (2.4–15.5 s, the health check's phase) and OBJ-01's
+#: reconstructed read 7.2–26.6 s; no spread there passes both bounds, TASK-05's retry going
+#: from 60.8 s to 3.8 s does.
+MOVE_RATIO = 2.0
+MOVE_FLOOR = 20.0
+BEYOND_NOISE = "beyond trial noise"
+BEYOND_TOLERANCE = "beyond tolerance"
+
+
+def moved(base: Spread, candidate: Spread) -> str:
+    """Why a window moved from ``base`` to ``candidate`` ("" when it did not).
+
+    Two trials or more on both sides: when the ranges do not overlap (beyond trial noise).
+    Else: when the medians differ by :data:`MOVE_RATIO` and :data:`MOVE_FLOOR` (tolerance).
+    """
+    if len(base.values) >= 2 and len(candidate.values) >= 2:
+        return "" if base.overlaps(candidate) else BEYOND_NOISE
+    low, high = sorted((base.median, candidate.median))
+    if high - low >= MOVE_FLOOR and (low <= 0 or high >= MOVE_RATIO * low):
+        return BEYOND_TOLERANCE
+    return ""
+
+
 def numbers(value: object) -> list[float]:
     """The numbers a measurement holds: a number, a list of them, or ``{"value": number}``."""
     if isinstance(value, bool):

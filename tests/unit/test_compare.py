@@ -32,6 +32,7 @@ from chaos.report.compare import (
 from chaos.report.coverage import coverage, load_raychaos, verdict_of
 from chaos.report.html import write_report
 from chaos.report.model import load_results
+from chaos.report.stats import BEYOND_NOISE, BEYOND_TOLERANCE
 
 LOST = "AssertionError: {'type': 'ObjectLostError', 'bases': ['RayError']}\nassert 'ObjectLostError' == 'ObjectReconstructionFailedError'"
 RECON = "AssertionError: {'type': 'ObjectReconstructionFailedError', 'reason': 'OBJECT_UNRECONSTRUCTABLE_RETRIES_DISABLED'}"
@@ -189,9 +190,13 @@ def test_compare_command_prints_markdown_writes_html_and_fails_on_a_regression(
     )
     assert table[2].startswith("| STORE-02 | passed | finding | new finding |")
     assert table[3].startswith("| NET-01 | finding | finding gone | finding no longer reproduces |")
-    assert re.search(r"^Unchanged \(2\): TASK-01, TASK-02$", out, re.M), out
-    assert re.search(r"^Not run on either side \(51\): TASK-03, TASK-04, ", out, re.M), out
-    assert "| ACTOR-01 |" not in out  # not run anywhere: listed, not tabled
+    # Then the unchanged claims, in catalogue order; claims run nowhere are only counted.
+    assert table[-2:] == [
+        "| TASK-01 | passed | passed | unchanged |  |",
+        "| TASK-02 | passed | passed | unchanged |  |",
+    ]
+    assert re.search(r"^Not run on either side: 51 claims$", out, re.M), out
+    assert "| ACTOR-01 |" not in out  # not run anywhere: counted, not tabled
     assert out.rstrip().endswith("Result: 1 regression(s)")
     assert f"raychaos: compare page {page}" in err
     html = page.read_text()
@@ -276,7 +281,7 @@ def test_same_directory_with_two_versions_and_one_version_given(upgrade: Path) -
     assert rows["GCS-01"].change == REGRESSION and result.exit_code == 1
 
 
-def test_windows_compare_only_across_repeated_trials(tmp_path: Path) -> None:
+def test_windows_move_beyond_trial_noise_or_the_single_trial_tolerance(tmp_path: Path) -> None:
     r = Results(tmp_path / "trials")
     for value in (6.1, 6.4, 6.2):
         r.add(
@@ -294,7 +299,7 @@ def test_windows_compare_only_across_repeated_trials(tmp_path: Path) -> None:
             history="h60",
             measurements={"kill → DEAD (s)": value},
         )
-    # one trial each: never judged
+    # one trial each: held against the tolerance
     r.add("test_raylet", "2.59.0", ("NODE-02",), measurements={"kill → DEAD (s)": 5.0})
     r.add("test_raylet", "2.60.0", ("NODE-02",), measurements={"kill → DEAD (s)": 50.0})
     # a trials mapping inside one result, overlapping ranges: no move
@@ -305,11 +310,18 @@ def test_windows_compare_only_across_repeated_trials(tmp_path: Path) -> None:
     result = compare(*pick_sides(r.directory), load_catalogue())
     rows = {row.claim: row for row in result.rows}
     assert rows["NODE-01"].change == WINDOW_MOVED
-    assert rows["NODE-01"].detail == (
-        "window moved: test_kill[<ray>]: kill → DEAD (s): 6.1–6.4 → 9–9.3 (3 vs 2 trials)"
+    (window,) = rows["NODE-01"].windows
+    assert (window.label, str(window.base), str(window.candidate), window.moved) == (
+        "kill → DEAD (s)",
+        "6.2 (6.1–6.4, 3 trials)",
+        "9.15 (9–9.3, 2 trials)",
+        BEYOND_NOISE,
     )
-    assert rows["NODE-02"].change == UNCHANGED and rows["NODE-02"].detail == ""
-    assert rows["NODE-03"].change == UNCHANGED
+    # One trial each: ×10 and 45 s apart is beyond the stated tolerance.
+    assert rows["NODE-02"].change == WINDOW_MOVED
+    assert rows["NODE-02"].windows[0].moved == BEYOND_TOLERANCE
+    assert rows["NODE-03"].change == UNCHANGED and not rows["NODE-03"].windows[0].moved
+    assert str(rows["NODE-03"].windows[0].candidate) == "5.25 (4.5–6, 2 trials)"
     assert result.exit_code == 0
 
 

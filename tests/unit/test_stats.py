@@ -15,7 +15,19 @@ from chaos.report.catalogue import load_catalogue
 from chaos.report.compare import REGRESSION, UNCHANGED, compare, pick_sides
 from chaos.report.html import write_report
 from chaos.report.model import load_results
-from chaos.report.stats import Proportion, Spread, beyond_noise, numbers, trial_groups, wilson
+from chaos.report.stats import (
+    BEYOND_NOISE,
+    BEYOND_TOLERANCE,
+    MOVE_FLOOR,
+    MOVE_RATIO,
+    Proportion,
+    Spread,
+    beyond_noise,
+    moved,
+    numbers,
+    trial_groups,
+    wilson,
+)
 
 counts = st.integers(min_value=1, max_value=500).flatmap(
     lambda n: st.tuples(st.integers(min_value=0, max_value=n), st.just(n))
@@ -96,6 +108,26 @@ def test_spread_median_range_and_overlap() -> None:
     assert str(Spread((2.5,))) == "2.5"
     assert spread.overlaps(Spread((8.9, 12.0)))
     assert not spread.overlaps(Spread((9.1, 12.0)))
+
+
+@pytest.mark.parametrize(
+    ("base", "candidate", "why"),
+    [
+        ((6.1, 6.4, 6.2), (9.0, 9.3), BEYOND_NOISE),  # ranges apart, however close
+        ((3.0, 4.0, 5.0), (4.5, 6.0), ""),  # ranges overlap
+        ((60.8,), (3.8,), BEYOND_TOLERANCE),  # TASK-05's retry, 2.50.1 → 2.60.0
+        ((7.16,), (26.61,), ""),  # ×3.7 but 19.5 s: OBJ-01 on one release, run to run
+        ((30.0,), (55.0,), ""),  # 25 s but ×1.8
+        ((60.8, 58.0), (3.8,), BEYOND_TOLERANCE),  # one side single: medians and tolerance
+        ((0.0,), (25.0,), BEYOND_TOLERANCE),  # from zero: the floor alone
+    ],
+)
+def test_a_window_moved_beyond_trial_noise_or_the_stated_tolerance(
+    base: tuple[float, ...], candidate: tuple[float, ...], why: str
+) -> None:
+    assert moved(Spread(base), Spread(candidate)) == why
+    assert moved(Spread(candidate), Spread(base)) == why  # symmetric
+    assert (MOVE_RATIO, MOVE_FLOOR) == (2.0, 20.0)  # the legend states them
 
 
 def test_numbers_of_a_measurement() -> None:
@@ -245,7 +277,14 @@ def test_compare_windows_meet_across_trial_ids(tmp_path: Path) -> None:
             r.add("test_kill", version, "NODE-01", trial, measurements={"w (s)": value})
     result = compare(*pick_sides(tmp_path), load_catalogue())
     row = next(r for r in result.rows if r.claim == "NODE-01")
-    assert row.detail == "window moved: test_kill[<ray>]: w (s): 6.1–6.3 → 9–9.4 (3 vs 3 trials)"
+    assert row.change == "window moved" and row.detail == ""
+    (window,) = row.windows
+    assert (window.label, str(window.base), str(window.candidate), window.moved) == (
+        "w (s)",
+        "6.2 (6.1–6.3, 3 trials)",
+        "9.1 (9–9.4, 3 trials)",
+        "beyond trial noise",
+    )
 
 
 def test_coverage_counts_every_trial(tmp_path: Path) -> None:
