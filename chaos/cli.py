@@ -46,6 +46,12 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         help=f"Ray release (repeatable; default {DEFAULT_RAY_VERSION})",
     )
+    build.add_argument(
+        "--ray-wheel",
+        type=Path,
+        metavar="PATH",
+        help="also build the image of a Ray wheel of your own (tagged <version>-wheel-<sha>)",
+    )
     build.add_argument("--python", default="3.11")
     build.add_argument(
         "--base-image",
@@ -169,9 +175,16 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "image":
         from chaos.backends.docker.images import BuildSettings, ImageBuilder
 
+        versions = args.ray_version or ([] if args.ray_wheel else [DEFAULT_RAY_VERSION])
+        if args.ray_wheel:
+            from chaos.releases import provide, read_wheel
+
+            wheel = read_wheel(args.ray_wheel, "--ray-wheel", args.python)
+            provide(wheel)
+            versions = [*versions, wheel.version]
         client = connect()
         builder = ImageBuilder(client, BuildSettings(base_image=args.base_image))
-        for version in args.ray_version or [DEFAULT_RAY_VERSION]:
+        for version in versions:
             print(builder.ensure(version, args.python))
         return 0
     if args.command == "sweep":

@@ -12,8 +12,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from chaos.cluster.spec import DEFAULT_RAY_VERSION, _check_version
+from chaos.cluster.spec import DEFAULT_PYTHON, DEFAULT_RAY_VERSION, _check_version
 from chaos.errors import SpecError
+from chaos.releases import RayWheel, provide, read_wheel
 
 
 class SettingError(ValueError):
@@ -50,11 +51,18 @@ def _ray_version(raw: str) -> str:
     try:
         _check_version(raw, "ray version")
     except SpecError as exc:
-        hint = f" — {exc.hint}" if exc.hint and "nearest" in exc.hint else ""
-        raise SettingError(
-            f"expected a released Ray version such as 2.60.0, got {raw!r}{hint}"
-        ) from None
+        raise SettingError(str(exc).removeprefix("ray version: ")) from None
     return raw
+
+
+def _ray_wheel(raw: str) -> RayWheel | None:
+    """A Ray wheel file of one's own (patched, nightly): its version becomes the run's."""
+    if not raw:
+        return None
+    try:
+        return read_wheel(Path(raw).expanduser(), "wheel", DEFAULT_PYTHON)
+    except SpecError as exc:
+        raise SettingError(str(exc).removeprefix("wheel: ")) from None
 
 
 def split_list(raw: str) -> list[str]:
@@ -146,6 +154,17 @@ OPTIONS: tuple[Option, ...] = (
         "run every experiment once per release",
         _ray_versions,
         repeatable=True,
+    ),
+    Option(
+        "ray_wheel",
+        "--raychaos-ray-wheel",
+        "raychaos_ray_wheel",
+        "RAYCHAOS_RAY_WHEEL",
+        "",
+        "a Ray wheel file of your own (a patched build, a nightly; cp311 manylinux): the "
+        "images are built from it and its version is the run's release (added to "
+        "--raychaos-ray-version's when those are given)",
+        _ray_wheel,
     ),
     Option(
         "skew_from",
@@ -260,6 +279,8 @@ OPTIONS: tuple[Option, ...] = (
 class Settings:
     #: Every experiment runs once per release, in this order.
     ray_versions: tuple[str, ...] = (DEFAULT_RAY_VERSION,)
+    #: A wheel of the user's: its version is one of ``ray_versions``, built from it.
+    ray_wheel: RayWheel | None = None
     skew_from: str = ""
     claims: tuple[str, ...] = ()
     image: str = ""
@@ -291,7 +312,8 @@ def resolve(
     env = dict(os.environ) if env is None else env
     values: dict[str, Any] = {}
     sources: dict[str, str] = {}
-    for option in OPTIONS:
+    # The wheel first: its version must be known before a release naming it is checked.
+    for option in sorted(OPTIONS, key=lambda o: o.dest != "ray_wheel"):
         raw: Any
         cli_value = cli.get(option.dest)
         if cli_value not in (None, False, []):
@@ -309,4 +331,21 @@ def resolve(
         except SettingError as exc:
             raise SettingError(f"{option.flag} (from {source}): {exc}") from None
         sources[option.dest] = source
+        if isinstance(values[option.dest], RayWheel):
+            provide(values[option.dest])  # this process validates and builds its version
+    if (wheel := values.get("ray_wheel")) is not None:
+        values["ray_versions"] = _with_wheel(values["ray_versions"], sources, wheel)
     return Settings(**values, sources=sources)
+
+
+def _with_wheel(
+    versions: tuple[str, ...], sources: dict[str, str], wheel: RayWheel
+) -> tuple[str, ...]:
+    """The run's releases with the wheel's: instead of the default release, else after those
+    given (one of them may name it)."""
+    if sources["ray_versions"] == "default":
+        sources["ray_versions"] = sources["ray_wheel"]
+        return (wheel.version,)
+    if wheel.version in versions:
+        return versions
+    return (*versions, wheel.version)

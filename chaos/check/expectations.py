@@ -12,7 +12,7 @@ it lives in C++. A release outside what was read is not guessed: asking about a 
 than the oldest one read, or one between the last release read without the behaviour and the
 first read with it, raises :class:`NotChecked` (a harness error, *broken*, never *failed*).
 Releases newer than the newest one read are held to ``then``: that is what an upgrade check
-is for.
+is for, and the run's environment says so (:func:`beyond_read`).
 
 A behaviour difference is an expectation (:func:`expected`), not a skip. Only a feature that
 does not exist in a release (:func:`applies` is False, e.g. the RocksDB GCS backend before its
@@ -22,6 +22,8 @@ first release) lets an experiment skip, with :func:`absent_reason` as the reason
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+
+from packaging.version import InvalidVersion, Version
 
 from chaos.cluster import checks
 from chaos.errors import ChaosError
@@ -75,7 +77,7 @@ class NotChecked(ChaosError):
     """No evidence was read for this release: raychaos does not guess Ray's behaviour."""
 
 
-def _key(version: str) -> tuple[int, ...]:
+def _key(version: str) -> Version:
     return checks.release_key(version)
 
 
@@ -365,6 +367,22 @@ def expected(name: str, version: str) -> str:
 def applies(name: str, version: str) -> bool:
     """``name``'s ``then`` holds on Ray ``version`` (the feature exists, the field is there)."""
     return expectation(name).holds(version)
+
+
+def beyond_read(version: str) -> str | None:
+    """What a result on Ray ``version`` should say when that release is newer than every
+    release the expectations were read against (they then hold it to ``then``, the newest
+    scope), else None. A local build (2.60.0+mycorp.1) counts as the release it patches."""
+    newest = max((v for e in EXPECTATIONS for v in e.read), key=_key)
+    try:
+        if _key(Version(version).public) <= _key(newest):
+            return None
+    except InvalidVersion:  # not a release raychaos ran (another plugin's parameter)
+        return None
+    return (
+        f"Ray {version} is newer than every release the version expectations were read "
+        f"against (newest read: {newest}): the newest scope is used"
+    )
 
 
 def absent_reason(name: str) -> str:

@@ -8,12 +8,8 @@ from chaos.cluster import checks
 
 
 def at_least(version: str, floor: str) -> bool:
-    """``version`` >= ``floor`` for Ray release strings such as '2.59.0'."""
-
-    def parts(v: str) -> tuple[int, ...]:
-        return tuple(int(p) for p in v.split(".")[:3])
-
-    return parts(version) >= parts(floor)
+    """``version`` >= ``floor`` for Ray release strings such as '2.59.0' (PEP 440 order)."""
+    return checks.release_key(version) >= checks.release_key(floor)
 
 
 def skew_partner(version: str, run_versions: Sequence[str], skew_from: str = "") -> str:
@@ -27,6 +23,8 @@ def skew_partner(version: str, run_versions: Sequence[str], skew_from: str = "")
     others = [v for v in run_versions if v != version]
     if others:
         return others[0]
+    # A release raychaos does not list (from the index, or a wheel) sorts among those it does.
     known = checks.known_releases()
     older = [v for v in known if checks.release_key(v) < checks.release_key(version)]
-    return older[-1] if older else known[known.index(version) + 1]
+    newer = [v for v in known if checks.release_key(v) > checks.release_key(version)]
+    return older[-1] if older else newer[0]

@@ -10,14 +10,16 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
-from functools import cache
 from typing import Any
 
+from packaging.version import Version
+
+from chaos import releases
 from chaos.errors import SpecError
 
 NAME_RE = re.compile(r"^[a-z][a-z0-9-]{0,19}$")
 ENV_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-VERSION_RE = re.compile(r"^\d+\.\d+\.\d+(?:(?:rc|a|b|\.dev|\.post)\d+)?$")
+VERSION_RE = releases.VERSION_RE
 IMAGE_RE = re.compile(r"^[\w][\w./:@-]*$")
 #: Ray's ``--labels`` is ``k=v,k=v``: neither may hold a separator.
 LABEL_RE = re.compile(r"^[^,=\s]+$")
@@ -120,35 +122,49 @@ def optional_str(value: Any, where: str, expected: str, pattern: re.Pattern[str]
         raise SpecError(where, expected, value)
 
 
-@cache
 def known_releases() -> tuple[str, ...]:
-    """Ray releases with cp311 wheels, oldest first (shipped: ``fixtures/ray-releases.txt``)."""
-    from chaos.resources import fixtures_path
-
-    text = fixtures_path("ray-releases.txt").read_text(encoding="utf-8")
-    return tuple(line.strip() for line in text.splitlines() if line.strip())
+    """Ray releases with cp311 wheels shipped with raychaos (``fixtures/ray-releases.txt``),
+    oldest first: the ones accepted without asking the package index."""
+    return releases.shipped()
 
 
-def release_key(version: str) -> tuple[int, ...]:
-    return tuple(int(p) for p in re.findall(r"\d+", version)[:3])
+def release_key(version: str) -> Version:
+    """PEP 440 order (2.61.0.dev0 < 2.61.0rc1 < 2.61.0 < 2.61.0+mycorp.1 < 2.61.0.post1)."""
+    return releases.release_key(version)
 
 
 def ray_version(value: Any, where: str) -> str:
-    """A Ray release that exists with wheels for the images' Python."""
+    """A Ray release the images can install: shipped with raychaos, given as a wheel
+    (``--raychaos-ray-wheel``), or on the package index pip is configured with."""
     if not isinstance(value, str) or not VERSION_RE.match(value):
         raise SpecError(
-            where, "a Ray release such as '2.60.0'", value, hint="pass --raychaos-ray-version X.Y.Z"
-        )
-    known = known_releases()
-    if value not in known:
-        # The releases on either side of where it would sort.
-        at = sum(1 for v in known if release_key(v) < release_key(value))
-        near = known[max(0, at - 2) : at + 2]
-        raise SpecError(
             where,
-            "a released Ray version with cp311 wheels",
+            "a Ray release such as '2.60.0' (or '2.61.0rc1', '2.60.0+mycorp.1')",
             value,
-            hint=f"nearest: {', '.join(near)} (newest known {known[-1]}); a newer release "
-            "needs a newer raychaos, or pass a ready-made image with --raychaos-image",
+            hint="pass --raychaos-ray-version X.Y.Z",
         )
-    return value
+    # A shipped release needs no query: a run of one never waits on the network here (its
+    # image build may still download wheels once). Only a version raychaos does not list asks
+    # the index, and a cached answer that lacks it is asked again (published since?).
+    if value in known_releases() or releases.local(value):
+        return value
+    answer = releases.index_releases()
+    if not answer.has(value) and answer.cached:
+        answer = releases.index_releases(refresh=True)
+    if answer.has(value):
+        return value
+    if answer.unreachable:
+        where_from = f"package index not reachable ({answer.unreachable}); shipped with raychaos"
+    elif not answer.versions:
+        where_from = "the package index has no cp311 manylinux wheels of ray; shipped with raychaos"
+    else:
+        where_from = "nearest on the package index"
+    pool = answer.versions or known_releases()
+    near = ", ".join(releases.nearest(value, pool))
+    raise SpecError(
+        where,
+        "a Ray release with cp311 manylinux wheels on the configured package index",
+        value,
+        hint=f"{where_from}: {near} (newest {pool[-1]}); a build of your own: "
+        "--raychaos-ray-wheel PATH",
+    )

@@ -72,7 +72,7 @@ class RunInfo:
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> RunInfo:
-        from chaos.backends.docker.images import ray_image_tag
+        from chaos.backends.docker.images import node_image_tag
         from chaos.keys import RUN_ID_KEY, SETTINGS_KEY
 
         settings = config.stash[SETTINGS_KEY]
@@ -83,7 +83,7 @@ class RunInfo:
             run_id=config.stash[RUN_ID_KEY],
             ray_version=settings.ray_version,
             ray_version_source=str(settings.sources.get("ray_versions")),
-            image=settings.image or ray_image_tag(settings.ray_version, "3.11"),
+            image=settings.image or node_image_tag(settings.ray_version, "3.11"),
             xdist_workers=int(workers or 0),
             root=config.rootpath,
             engines=settings.docker_hosts,
@@ -278,12 +278,16 @@ def environment(info: RunInfo, versions: set[str]) -> dict[str, str]:
     """What ``environment.properties`` says about the run (Docker is asked, when reachable)."""
     from importlib.metadata import PackageNotFoundError, version
 
+    from chaos.check.expectations import beyond_read
+
     props = {
         "raychaos.run": info.run_id,
         "ray.version": f"{info.ray_version} (from {info.ray_version_source})",
         "ray.versions.tested": ", ".join(sorted(versions)) or "none",
         "image": info.image,
     }
+    if beyond := [note for v in sorted(versions) if (note := beyond_read(v))]:
+        props["ray.expectations"] = "; ".join(beyond)
     with contextlib.suppress(PackageNotFoundError):
         props["raychaos.version"] = version("raychaos")
     props["pytest.version"] = pytest.__version__

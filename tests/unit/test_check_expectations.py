@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 
 import pytest
+from packaging.version import Version
 
 import chaos.check
 from chaos.check import (
@@ -29,7 +30,7 @@ EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
 NAMES = [e.name for e in EXPECTATIONS]
 
 
-def key(version: str) -> tuple[int, ...]:
+def key(version: str) -> Version:
     return checks.release_key(version)
 
 

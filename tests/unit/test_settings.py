@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import zipfile
+from pathlib import Path
+
 import pytest
 
+from chaos import releases
 from chaos.settings import SettingError, resolve
 
 
@@ -62,3 +66,43 @@ def test_bad_values_name_where_they_came_from(
     with pytest.raises(SettingError) as info:
         resolve(cli, ini, env=env)
     assert fragment in str(info.value)
+
+
+# -- a wheel of one's own ------------------------------------------------------------------
+@pytest.fixture
+def wheel(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A minimal Ray wheel file (name and METADATA), no wheel provided before the test."""
+    monkeypatch.setattr(releases, "_PROVIDED", {})
+    path = tmp_path / "ray-2.61.0+mycorp.1-cp311-cp311-manylinux2014_x86_64.whl"
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr(
+            "ray-2.61.0+mycorp.1.dist-info/METADATA",
+            "Metadata-Version: 2.1\nName: ray\nVersion: 2.61.0+mycorp.1\n",
+        )
+    return path
+
+
+def test_a_wheel_is_the_runs_release(wheel: Path) -> None:
+    settings = resolve({"ray_wheel": str(wheel)}, {}, env={})
+    assert settings.ray_versions == ("2.61.0+mycorp.1",)
+    assert settings.sources["ray_versions"] == "--raychaos-ray-wheel"
+    assert settings.ray_wheel is not None and settings.ray_wheel.path == wheel
+    assert releases.provided()["2.61.0+mycorp.1"] == settings.ray_wheel
+
+
+def test_a_wheel_joins_the_releases_given(wheel: Path) -> None:
+    env = {"RAYCHAOS_RAY_WHEEL": str(wheel), "RAYCHAOS_RAY_VERSION": "2.60.0"}
+    assert resolve({}, {}, env=env).ray_versions == ("2.60.0", "2.61.0+mycorp.1")
+    named = resolve({"ray_versions": ["2.61.0+mycorp.1"]}, {"raychaos_ray_wheel": str(wheel)})
+    assert named.ray_versions == ("2.61.0+mycorp.1",), "naming the wheel's version is fine"
+
+
+def test_a_path_that_is_no_ray_wheel_is_one_line(tmp_path: Path) -> None:
+    other = tmp_path / "numpy-2.0.0-cp311-cp311-manylinux2014_x86_64.whl"
+    other.write_bytes(b"")
+    with pytest.raises(SettingError) as info:
+        resolve({}, {}, env={"RAYCHAOS_RAY_WHEEL": str(other)})
+    assert str(info.value) == (
+        "--raychaos-ray-wheel (from env RAYCHAOS_RAY_WHEEL): expected a wheel of ray, got "
+        "'numpy-2.0.0-cp311-cp311-manylinux2014_x86_64.whl' — that is a wheel of numpy"
+    )

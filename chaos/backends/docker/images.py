@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from chaos import labels
+from chaos import labels, releases
 from chaos.backends.docker.client import call, translated
 from chaos.errors import ChaosError, ImageBuildError
 from chaos.resources import default_cache_dir, fixtures_path
@@ -50,10 +50,7 @@ MIRROR_ENV = "RAYCHAOS_DEBIAN_MIRROR"
 DEBIAN_SUITE = "bookworm"
 #: Python of Debian bookworm's python3: the only one the debootstrap base can offer.
 DEBIAN_PYTHON = "3.11"
-_PLATFORMS = {
-    "x86_64": ("manylinux2014_x86_64", "manylinux_2_17_x86_64", "manylinux_2_28_x86_64"),
-    "aarch64": ("manylinux2014_aarch64", "manylinux_2_17_aarch64", "manylinux_2_28_aarch64"),
-}
+_PLATFORMS = releases.PLATFORMS
 
 
 # Bounds of the steps that can hang. Measured here (fast link, 2 cores): debootstrap and
@@ -109,7 +106,20 @@ DOCKER_BUILD_OPTIONS: Mapping[str, Any] = {
 
 
 def ray_image_tag(ray_version: str, python: str) -> str:
-    return f"raychaos/ray:{ray_version}-py{python}"
+    # A tag has no '+': a local version (2.60.0+mycorp.1) is spelled 2.60.0_mycorp.1.
+    return f"raychaos/ray:{ray_version.replace('+', '_')}-py{python}"
+
+
+def node_image_tag(
+    ray_version: str, python: str, wheels: Mapping[str, releases.RayWheel] | None = None
+) -> str:
+    """The tag :meth:`ImageBuilder.ensure` gives Ray ``ray_version``: the release's, or for a
+    version built from a wheel of the user's (``wheels``; default: this process's) one naming
+    the wheel's hash, so it is never taken for the official release."""
+    wheel = (releases.provided() if wheels is None else wheels).get(ray_version)
+    if wheel is None:
+        return ray_image_tag(ray_version, python)
+    return ray_image_tag(f"{wheel.version}-wheel-{wheel.short}", python)
 
 
 def stderr_progress(line: str) -> None:
@@ -131,6 +141,9 @@ class BuildSettings:
     #: pip's index is whatever pip is configured with (PIP_INDEX_URL, PIP_EXTRA_INDEX_URL,
     #: pip.conf): `pip download` gets no index option and inherits the environment.
     pip: tuple[str, ...] = (sys.executable, "-m", "pip")
+    #: Versions built from a wheel file instead of the index (``--raychaos-ray-wheel``); by
+    #: default the wheels this process was given (:func:`chaos.releases.provided`).
+    wheels: Mapping[str, releases.RayWheel] = field(default_factory=releases.provided)
 
 
 class ImageBuilder:
@@ -155,8 +168,9 @@ class ImageBuilder:
 
     # -- public -------------------------------------------------------------------------
     def ensure(self, ray_version: str, python: str = DEBIAN_PYTHON) -> str:
-        """Return the tag of an image with ``ray[default]==ray_version``, building it if needed."""
-        tag = ray_image_tag(ray_version, python)
+        """Return the tag of an image with ``ray[default]==ray_version``, building it if needed
+        (from the wheel of :attr:`BuildSettings.wheels` when one provides that version)."""
+        tag = node_image_tag(ray_version, python, self.settings.wheels)
         with self.locked(tag):
             if self.donors is not None:
                 carry_from_donors(self, tag, ray_version, python)
@@ -208,13 +222,21 @@ class ImageBuilder:
         """Whether ``tag`` exists and was built from ``recipe`` (so it is never rebuilt)."""
         return self._label_of(tag) == recipe
 
-    def docker_build(self, tag: str, recipe: str, **build: Any) -> None:
-        """``docker build`` with progress lines and the recipe label; errors name the step."""
+    def docker_build(
+        self,
+        tag: str,
+        recipe: str,
+        *,
+        label: bool = True,
+        **build: Any,
+    ) -> None:
+        """``docker build`` with progress lines and the recipe label (``label=False``: the
+        Dockerfile sets it in one instruction); errors name the step."""
         deadline = time.monotonic() + DOCKER_BUILD_TIMEOUT_S
         with translated(f"docker build of {tag}"), _read_timeout_as_build_error(tag):
             stream = self.client.api.build(
                 tag=tag,
-                labels={labels.IMAGE_RECIPE: recipe, labels.IMAGE_KIND: "ray"},
+                labels={labels.IMAGE_RECIPE: recipe, labels.IMAGE_KIND: "ray"} if label else None,
                 **DOCKER_BUILD_OPTIONS,
                 **build,
             )
@@ -254,35 +276,21 @@ class ImageBuilder:
         return self._debian_base()
 
     def wheelhouse(self, ray_version: str, python: str) -> Path:
-        """``ray[default]==ray_version`` and its dependencies as wheels for the image's platform."""
+        """``ray[default]==ray_version`` and its dependencies as wheels for the image's platform
+        (Ray itself from the wheel of :attr:`BuildSettings.wheels` providing that version)."""
         arch = self._arch()
-        target = self.settings.cache_dir / "wheels" / f"ray-{ray_version}-py{python}-{arch}"
+        wheel = self.settings.wheels.get(ray_version)
+        target = (
+            self.settings.cache_dir / "wheels" / wheelhouse_name(ray_version, python, arch, wheel)
+        )
         done = target / ".complete"
         if done.exists():
             return target
         target.mkdir(parents=True, exist_ok=True)
         abi = "cp" + python.replace(".", "")
-        cmd = [
-            *self.settings.pip,
-            "download",
-            "--quiet",
-            "--dest",
-            str(target),
-            "--only-binary=:all:",
-            "--implementation",
-            "cp",
-            "--python-version",
-            python,
-            "--abi",
-            abi,
-            "--abi",
-            "abi3",
-            "--abi",
-            "none",
-        ]
-        for platform in (*_PLATFORMS[arch], "any"):
-            cmd += ["--platform", platform]
-        cmd.append(f"ray[default]=={ray_version}")
+        # A wheel's own dependencies come from the configured index, as a release's do.
+        wanted = f"{wheel.path}[default]" if wheel else f"ray[default]=={ray_version}"
+        cmd = [*self.settings.pip, *pip_download_args(target, python, arch), wanted]
         self.progress(f"downloading wheels for ray[default]=={ray_version} ({abi}, {arch})")
         proc = run_bounded(
             cmd,
@@ -384,6 +392,8 @@ class ImageBuilder:
     def _recipe_hash(self, ray_version: str, python: str, base: str) -> str:
         base_id = call("inspect base image", lambda: self.client.images.get(base).id)
         parts = [ray_version, python, str(base_id)]
+        if (wheel := self.settings.wheels.get(ray_version)) is not None:
+            parts.append(f"wheel:{wheel.sha256}")
         for item in sorted(fixtures_path("image").iterdir()):
             parts.append(item.name + ":" + hashlib.sha256(item.read_bytes()).hexdigest())
         return _digest(parts)
@@ -431,6 +441,31 @@ class ImageBuilder:
             self.client.images.prune(
                 filters={"dangling": True, "label": f"{labels.IMAGE_KIND}=build-stage"}
             )
+
+
+def wheelhouse_name(
+    ray_version: str, python: str, arch: str, wheel: releases.RayWheel | None
+) -> str:
+    """The wheelhouse directory of a release, or of a wheel of the user's (named by its hash)."""
+    if wheel is not None and arch not in wheel.arches:
+        raise ImageBuildError(
+            f"{wheel.path.name} is for {', '.join(wheel.arches)}; this engine runs {arch}",
+            hint="pass a wheel for the engine's architecture, or another engine",
+        )
+    name = f"{ray_version}-wheel-{wheel.short}" if wheel else ray_version
+    return f"ray-{name}-py{python}-{arch}"
+
+
+def pip_download_args(target: Path, python: str, arch: str) -> list[str]:
+    """``pip download`` into ``target`` of binary wheels for the image (CPython ``python`` on
+    ``arch``). No index option: pip's own configuration says where from."""
+    abi = "cp" + python.replace(".", "")
+    args = ["download", "--quiet", "--dest", str(target), "--only-binary=:all:"]
+    args += ["--implementation", "cp", "--python-version", python]
+    args += ["--abi", abi, "--abi", "abi3", "--abi", "none"]
+    for platform in (*_PLATFORMS[arch], "any"):
+        args += ["--platform", platform]
+    return args
 
 
 def carry_from_donors(builder: ImageBuilder, tag: str, ray_version: str, python: str) -> bool:
