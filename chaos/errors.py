@@ -37,6 +37,11 @@ class ImageBuildError(ChaosError):
     """A Ray image could not be built (no wheels, no base image, failed install)."""
 
 
+class ImageLacksTool(ChaosError):
+    """A command raychaos runs in a node is not in its image (exit 127): the experiment must
+    declare it with ``@pytest.mark.needs_tools`` so it skips on such images."""
+
+
 class PythonPatchUnavailable(ChaosError):
     """No interpreter of another patch release is at hand to stage a Python patch skew."""
 

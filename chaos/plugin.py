@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from chaos import boot_ahead_hooks, engine_hooks, labels, selection, trials
+from chaos import boot_ahead_hooks, engine_hooks, image_hooks, labels, selection, trials
 from chaos.engine_hooks import engine_lines, engine_lost_already
 from chaos.errors import ChaosError
 from chaos.interrupts import INTERRUPTED, install_handlers
@@ -90,6 +90,11 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "claim(*ids): claim ids this experiment verifies")
     config.addinivalue_line(
         "markers",
+        "needs_tools(*tools): fault tools this experiment execs in its nodes (ps, kill, "
+        "iptables, ss, tc, fallocate); it skips on an image that lacks one",
+    )
+    config.addinivalue_line(
+        "markers",
         "no_boot_ahead: boot this test's cluster at its own set-up, not while the previous "
         "test runs (for a test whose cluster_spec fixture is not its cluster marker)",
     )
@@ -115,6 +120,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(engine_hooks, "raychaos-engines")
     config.pluginmanager.register(trials, "raychaos-trials")
     config.pluginmanager.register(boot_ahead_hooks, "raychaos-boot-ahead")
+    config.pluginmanager.register(image_hooks, "raychaos-image")
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -131,9 +137,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     history: :mod:`chaos.trials`)."""
     if VERSION_FIXTURE in metafunc.fixturenames:
         settings = metafunc.config.stash[SETTINGS_KEY]
-        metafunc.parametrize(
-            VERSION_FIXTURE, settings.ray_versions, ids=list(settings.ray_versions)
-        )
+        versions = image_hooks.run_versions(metafunc.config)
+        metafunc.parametrize(VERSION_FIXTURE, versions, ids=list(versions))
         trials.parametrize(metafunc, settings.trials)
 
 
@@ -144,13 +149,16 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     config.stash[USED_KEY] = any(uses_raychaos(item) for item in session.items)
     reporter = config.pluginmanager.get_plugin("terminalreporter")
     if config.stash[USED_KEY] and reporter is not None and not hasattr(config, "workerinput"):
-        from chaos.backends.docker.images import ray_image_tag
+        from chaos.backends.docker.images import node_image_tag
 
         settings = config.stash[SETTINGS_KEY]
-        image = settings.image or ", ".join(ray_image_tag(v, "3.11") for v in settings.ray_versions)
+        built = ", ".join(node_image_tag(v, "3.11") for v in settings.ray_versions)
+        image = settings.image or built
+        versions = image_hooks.run_versions(config)
+        source = "the image's" if settings.image else settings.sources.get("ray_versions")
         reporter.write_line(
-            f"raychaos: run {config.stash[RUN_ID_KEY]}, Ray {', '.join(settings.ray_versions)} "
-            f"({settings.sources.get('ray_versions')}), image {image}, "
+            f"raychaos: run {config.stash[RUN_ID_KEY]}, Ray {', '.join(versions)} "
+            f"({source}), image {image}, "
             f"boot timeout {settings.boot_timeout:.0f} s, keep={settings.keep}"
         )
         for line in engine_lines(config, settings):
@@ -311,9 +319,9 @@ def raychaos_workload_paths(
 
 
 @pytest.fixture
-def raychaos_ray_version(raychaos_settings: Settings) -> str:
+def raychaos_ray_version(pytestconfig: pytest.Config) -> str:
     """The Ray release this test runs against (parametrised: one test per release)."""
-    return raychaos_settings.ray_version
+    return image_hooks.run_versions(pytestconfig)[-1]
 
 
 @pytest.fixture

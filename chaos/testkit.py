@@ -77,7 +77,7 @@ FIXTURES = frozenset(
         "raychaos_engines",
     }
 )
-MARKERS = ("cluster", "claim")
+MARKERS = ("cluster", "claim", "needs_tools")
 
 _TAGS = itertools.count(1)
 

@@ -39,7 +39,8 @@ from chaos.workload.run import WorkloadRun
 ENV = {**FAST_HEALTH_CHECKS, **GCS_RECONNECT}
 #: The cluster_spec fixture below adds the GCS backend and knobs at set-up: a cluster booted
 #: ahead from the marker alone would never be this one.
-pytestmark = pytest.mark.no_boot_ahead
+# Every experiment here finds gcs_server or raylets by `ps` and kills them by PID.
+pytestmark = [pytest.mark.no_boot_ahead, pytest.mark.needs_tools("ps", "kill")]
 #: Ray's defaults (ray_config_def.h) for the knobs below, when the cluster does not set them.
 RAY_DEFAULTS = {
     "RAY_gcs_rpc_server_reconnect_timeout_s": 60.0,

@@ -32,6 +32,9 @@ from chaos.workload.run import WorkloadRun
 #: The NET-01 task's length: still running when the cut strikes (after the State API has shown
 #: it RUNNING, which takes a report interval and a State API read), its reply then dropped.
 TASK_S = 20
+# Partitions are iptables rules; `ss` checks the cut took effect.
+pytestmark = pytest.mark.needs_tools("iptables", "ss")
+
 #: The NET-01 task's name in the State API (``workloads.network.PARTITIONED_TASK``).
 PARTITIONED_TASK = "net01_partitioned_task"
 #: With Ray's default keepalive, how long after DEAD the experiment watches for a retry: the

@@ -74,6 +74,7 @@ def pushed(run: WorkloadRun, ip: str) -> list[str]:
 
 
 @pytest.mark.claim("NODE-01", "NODE-02", "NODE-04")
+@pytest.mark.needs_tools("ps", "kill")  # the raylet is killed by PID
 @pytest.mark.cluster(env=FAST_HEALTH_CHECKS, head={"num_cpus": 0}, workers=WORKERS_3)
 def test_killed_node_killed_raylet_and_graceful_stop(experiment: Experiment) -> None:
     """A killed container (NODE-01) and a killed raylet (NODE-02) are node failures: work
@@ -120,6 +121,7 @@ def test_killed_node_killed_raylet_and_graceful_stop(experiment: Experiment) -> 
     assert not pushed(run, node.ip), f"a graceful stop pushed an error: {pushed(run, node.ip)}"
 
 
+@pytest.mark.needs_tools("ps", "kill")  # worker-2's raylet is killed by PID
 @pytest.mark.claim("NODE-03")
 @pytest.mark.cluster(env=FAST_HEALTH_CHECKS, head={"num_cpus": 0}, workers=WORKERS_2)
 def test_restarted_node_joins_under_a_new_id(experiment: Experiment) -> None:

@@ -191,6 +191,7 @@ def start_exit_bound(knobs: dict[str, str]) -> tuple[int, float, float]:
 
 
 @pytest.mark.claim("PEND-05")
+@pytest.mark.needs_tools("iptables", "ps")  # a DROP rule; the node's uptime from ps
 @pytest.mark.cluster(driver=False, head={"num_cpus": 1}, workers=[LOST_FAST])
 def test_unreachable_head_makes_ray_start_exit(experiment: Experiment) -> None:
     """A worker whose head is unreachable gives up: its ``ray start`` exits non-zero after its

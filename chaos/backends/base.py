@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Literal, Protocol, get_args
 if TYPE_CHECKING:
     import ipaddress
 
+    from chaos.cluster.image_contract import ImageProbe
     from chaos.cluster.plan import NodePlan
     from chaos.observer.history import Event
 
@@ -83,8 +84,10 @@ class Backend(Protocol):
         """An image reference holding Ray ``ray_version`` on Python ``python`` (built once)."""
         ...
 
-    def require_image(self, image: str) -> None:
-        """Raise a one-line ChaosError unless ``image`` is present (or can be fetched)."""
+    def node_image(self, image: str) -> ImageProbe | None:
+        """A given image as a node image: None for one raychaos built (used as it is); for a
+        team's own, the node image derived from it and what its probe found. Raises a
+        one-line ChaosError when it is absent or cannot be a node."""
         ...
 
     def cpus(self) -> int:

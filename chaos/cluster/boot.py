@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from chaos.cluster.boot_slots import boot_slot
 from chaos.cluster.node import Node
 from chaos.cluster.plan import ClusterPlan, plan_cluster
+from chaos.cluster.spec import DEFAULT_PYTHON
 from chaos.errors import SpecError
 from chaos.observer.history import Kind, Source
 from chaos.resources import default_cache_dir
@@ -26,12 +27,13 @@ if TYPE_CHECKING:
 
 
 def image_for(spec: ClusterSpec, backend: Backend, node: NodeSpec) -> tuple[str, str]:
-    """(Ray version, image) of a node: a given image must exist; otherwise one is built."""
+    """(Ray version, image) of a node: a given image must exist (a team's own is derived into a
+    node image and its Ray version is the one its probe found); otherwise one is built."""
     version = node.ray_version or spec.ray_version
     given = node.image or spec.image
     if given:
-        backend.require_image(given)
-        return version, given
+        probe = backend.node_image(given)
+        return (version, given) if probe is None else (probe.ray_version, probe.node_image)
     return version, backend.ensure_image(version, spec.python)
 
 
@@ -54,7 +56,9 @@ def prepare(spec: ClusterSpec, backend: Backend) -> ClusterPlan:
     check_engine(spec, backend)
     images = {g.name: image_for(spec, backend, g) for g in (spec.head, *spec.workers)}
     redis = spec.gcs_ft == "redis"
-    base = (spec.image or backend.ensure_base_image(spec.python)) if redis else None
+    # Redis runs from raychaos's own base image, never a given one: a team's Ray image need
+    # not carry Redis (in production it is a separate service) nor Debian's `redis` user.
+    base = backend.ensure_base_image(DEFAULT_PYTHON) if redis else None
     subnet = backend.create_network()
     return plan_cluster(
         spec,

@@ -19,7 +19,7 @@ import shlex
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Self, TypeVar
 
-from chaos.errors import ChaosError, FaultNotObserved, HealError
+from chaos.errors import ChaosError, FaultNotObserved, HealError, ImageLacksTool
 from chaos.observer.history import Kind, Source
 from chaos.report.steps import seconds, step
 from chaos.waits import poll
@@ -292,10 +292,21 @@ class Runner:
             raise HealError("; ".join(errors), hint="the cluster is in an unknown state")
 
 
+#: `timeout` (every exec runs under it) and sh exit with this when the command is missing.
+COMMAND_NOT_FOUND = 127
+
+
 def run(cluster: Cluster, node: str, argv: Sequence[str], *, timeout: float = 30) -> str:
     """Run ``argv`` in ``node``; its output, or a :class:`ChaosError` naming the node, the
     command, its exit code and output (a failed ``ps`` once read as "no raylet")."""
     result = cluster.exec(node, argv, timeout=timeout)
+    if result.exit_code == COMMAND_NOT_FOUND:
+        raise ImageLacksTool(
+            f"in {node}: `{shlex.join(argv)}` exited {COMMAND_NOT_FOUND} (command not found): "
+            f"{result.output.strip()[-300:] or '(no output)'}",
+            hint=f"the image lacks the tool: mark the experiment @pytest.mark.needs_tools("
+            f"{argv[0]!r}) so it skips on such images (the image contract: docs/images.md)",
+        )
     if result.exit_code != 0:
         raise ChaosError(
             f"in {node}: `{shlex.join(argv)}` exited {result.exit_code}: "

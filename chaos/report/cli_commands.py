@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import shlex
 import shutil
 import subprocess
 import sys
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -37,9 +39,11 @@ COMPARE_HELP = """\
 Per claim: each side's verdict and one change: regression (passed → failed or broken),
 new finding, finding no longer reproduces (a recorded finding that passes, pytest's
 [XPASS(strict)]: never a regression), now passes, exception changed (the exception class or
-.reason in the message or measurements differs), window moved (only when a side repeated a
-test: several results of one historyId, or a list / "trials" mapping in its measurements;
-moved = the two sides' ranges do not overlap), changed, missing on one side, unchanged.
+.reason in the message or measurements differs), window moved (each measured window's median
+and range per side: with >= 2 trials a side, the ranges do not overlap; else the medians
+differ by x2 and by >= 20 s), changed, missing on one side, unchanged. Changes come first,
+then unchanged claims, then one line counting claims not run. INV-01/INV-02 are judged only
+by the tests whose teardown checked them (a failed body leaves them "not judged").
 With --raychaos-trials a claim's verdict is its worst trial, and a drop in passes is a
 regression only beyond trial noise: every base trial passed and a candidate trial did not, or
 the candidate's 95 % Wilson interval lies wholly below the base's.
@@ -116,21 +120,29 @@ def add_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]
         help="run the suite on two Ray releases and compare them claim by claim",
         description=UPGRADE_HELP,
     )
-    up.add_argument(
+    base = up.add_mutually_exclusive_group(required=True)
+    base.add_argument(
         "--from",
         dest="from_version",
         type=_release,
-        required=True,
         metavar="A",
         help="the Ray release upgraded from (the base)",
     )
-    up.add_argument(
+    base.add_argument(
+        "--from-image",
+        metavar="IMAGE",
+        help="your own image upgraded from (any image with Ray: probed, then derived)",
+    )
+    candidate = up.add_mutually_exclusive_group(required=True)
+    candidate.add_argument(
         "--to",
         dest="to_version",
         type=_release,
-        required=True,
         metavar="B",
         help="the Ray release upgraded to (the candidate)",
+    )
+    candidate.add_argument(
+        "--to-image", metavar="IMAGE", help="your own image upgraded to (probed, then derived)"
     )
     up.add_argument(
         "--alluredir",
@@ -154,6 +166,14 @@ def run_command(args: argparse.Namespace) -> int | None:
             args.base, args.candidate, args.base_version, args.candidate_version, args.output
         )
     if command == "upgrade-check":
+        if args.from_image or args.to_image:
+            return upgrade_check_sides(
+                UpgradeSide(args.from_version, args.from_image),
+                UpgradeSide(args.to_version, args.to_image),
+                args.pytest_args,
+                alluredir=args.alluredir,
+                base_image=args.base_image,
+            )
         return upgrade_check(
             args.from_version,
             args.to_version,
@@ -213,14 +233,15 @@ def compare_command(
     candidate_version: str | None = None,
     output: Path | None = None,
 ) -> int:
-    from chaos.report.compare import compare, pick_sides, render_html, render_markdown
+    from chaos.report.compare import compare, pick_sides, render_markdown
+    from chaos.report.html import render_compare
 
     before, after = pick_sides(base, candidate, base_version, candidate_version)
     result = compare(before, after, _catalogue())
     print(render_markdown(result), end="")
     page = output or Path("reports") / f"compare-{before.release}-to-{after.release}.html"
     page.parent.mkdir(parents=True, exist_ok=True)
-    page.write_text(render_html(result), encoding="utf-8")
+    page.write_text(render_compare(result), encoding="utf-8")
     print(f"raychaos: compare page {page}", file=sys.stderr)
     return result.exit_code
 
@@ -341,3 +362,134 @@ def upgrade_check(
     print(f"raychaos: HTML {page}", file=sys.stderr)
     print(f"raychaos: Allure results {results} (allure serve {results})", file=sys.stderr)
     return verdict
+
+
+# -- upgrade-check between images -------------------------------------------------------------
+@dataclass(frozen=True)
+class UpgradeSide:
+    """One side of an upgrade: a Ray release raychaos builds, or a team's own image."""
+
+    release: str | None = None
+    image: str | None = None
+
+    @property
+    def label(self) -> str:
+        """A file-name-safe name of the side (results directory, page)."""
+        return self.release or re.sub(r"[^A-Za-z0-9_.-]+", "_", self.image or "")
+
+    def pytest_args(self) -> list[str]:
+        if self.image:
+            return ["--raychaos-image", self.image]
+        return ["--raychaos-ray-version", str(self.release)]
+
+    def __str__(self) -> str:
+        return f"image {self.image}" if self.image else f"Ray {self.release}"
+
+
+def prepare_side(side: UpgradeSide, base_image: str | None) -> str:
+    """Build a release's image, or probe a team's image (deriving its node image); the
+    side's Ray release. A bad image is one line here, before any pytest session."""
+    from chaos import labels
+    from chaos.backends.docker.client import connect
+    from chaos.backends.docker.derived import derive
+    from chaos.backends.docker.images import BuildSettings, ImageBuilder
+    from chaos.cluster.spec import DEFAULT_PYTHON
+
+    client = connect()
+    try:
+        builder = ImageBuilder(client, BuildSettings(base_image=base_image))
+        if side.release:
+            print(
+                f"raychaos: image {builder.ensure(side.release, DEFAULT_PYTHON)}", file=sys.stderr
+            )
+            return side.release
+        probe = derive(builder, str(side.image), labels.RunIdentity().labels(purpose="probe"))
+        if probe is None:
+            raise ChaosError(
+                f"{side.image} is an image raychaos built",
+                hint="give its release with --from/--to instead",
+            )
+        print(f"raychaos: image {probe.describe()}", file=sys.stderr)
+        if probe.missing_fault_tools:
+            print(
+                f"raychaos: {side.image} lacks {', '.join(probe.missing_fault_tools)}: the "
+                "experiments needing them skip on this side (its pytest header names them)",
+                file=sys.stderr,
+            )
+        return probe.ray_version
+    finally:
+        client.close()
+
+
+def upgrade_check_sides(
+    base: UpgradeSide,
+    candidate: UpgradeSide,
+    pytest_args: Sequence[str] = (),
+    *,
+    alluredir: Path | None = None,
+    base_image: str | None = None,
+    cwd: Path | None = None,
+    prepare: Callable[[UpgradeSide, str | None], str] | None = None,
+    run: Callable[[list[str], Path], int] | None = None,
+) -> int:
+    """Probe or build both sides, one pytest session per side (an image is one node image,
+    and two images may hold the same release), then compare the two results directories."""
+    if base == candidate:
+        raise ChaosError(f"--from and --to are both {base}: an upgrade needs two sides")
+    where = (cwd or Path.cwd()).resolve()
+    results = where / (alluredir or default_alluredir(base.label, candidate.label))
+    prepare_alluredir(results, ours=alluredir is None)
+    releases = [(prepare or prepare_side)(side, base_image) for side in (base, candidate)]
+    dirs = []
+    for side, name in ((base, "base"), (candidate, "candidate")):
+        side_dir = results / name
+        side_dir.mkdir()
+        command = _side_command(side, side_dir, pytest_args, where, base_image)
+        print(f"raychaos: {side}: {shlex.join(command)}", file=sys.stderr)
+        code = (run or run_pytest)(command, where)
+        if code not in RAN:
+            print(
+                f"raychaos: pytest exited {code} on {side} without running the suite",
+                file=sys.stderr,
+            )
+            return code
+        dirs.append(side_dir)
+    page = results.parent / f"upgrade-{base.label}-to-{candidate.label}.html"
+    try:
+        verdict = compare_command(dirs[0], dirs[1], releases[0], releases[1], page)
+    except ChaosError as exc:
+        print(f"raychaos: cannot compare: {exc}", file=sys.stderr)
+        return 1
+    print(f"raychaos: HTML {page}", file=sys.stderr)
+    print(f"raychaos: Allure results {dirs[0]} and {dirs[1]}", file=sys.stderr)
+    return verdict
+
+
+def _side_command(
+    side: UpgradeSide,
+    alluredir: Path,
+    pytest_args: Sequence[str],
+    cwd: Path,
+    base_image: str | None,
+) -> list[str]:
+    extra = list(pytest_args)
+    if extra[:1] == ["--"]:
+        extra = extra[1:]
+    owned = sorted({a.split("=", 1)[0] for a in extra} & {*OWNED, "--raychaos-image"})
+    if owned:
+        raise ChaosError(
+            f"upgrade-check sets {', '.join(owned)} itself",
+            hint="give the sides as --from/--from-image and --to/--to-image",
+        )
+    image = ["--raychaos-base-image", base_image] if base_image else []
+    return [
+        sys.executable,
+        "-m",
+        "pytest",
+        *suite_args(cwd),
+        *side.pytest_args(),
+        *image,
+        "--alluredir",
+        str(alluredir),
+        *extra,
+    ]

@@ -24,10 +24,17 @@ from tenacity import Retrying, retry_if_result, stop_after_delay, wait_fixed
 from chaos import labels
 from chaos.backends.base import HOST_STATES, EventSink, ExecResult, HostState
 from chaos.backends.docker.client import call, translated
-from chaos.backends.docker.containers import host_config, ids_of, lib_archive, secrets_archive
+from chaos.backends.docker.containers import (
+    explained_if_stopped,
+    host_config,
+    ids_of,
+    lib_archive,
+    secrets_archive,
+)
+from chaos.backends.docker.derived import derive
 from chaos.backends.docker.execstream import ExecStream
 from chaos.backends.docker.images import ImageBuilder
-from chaos.errors import DockerOperationError, ImageBuildError, WorkloadError
+from chaos.errors import DockerOperationError, WorkloadError
 from chaos.resources import agent_path
 
 if TYPE_CHECKING:
@@ -35,6 +42,7 @@ if TYPE_CHECKING:
     from docker.models.containers import Container
     from docker.models.networks import Network
 
+    from chaos.cluster.image_contract import ImageProbe
     from chaos.cluster.plan import NodePlan
 
 #: An exec whose output has ended gets this long to be reaped before its exit code is unknown.
@@ -81,13 +89,8 @@ class DockerBackend:
     def ensure_image(self, ray_version: str, python: str) -> str:
         return self.builder.ensure(ray_version, python)
 
-    def require_image(self, image: str) -> None:
-        if not (self.builder.present(image) or self.builder.pull(image)):
-            raise ImageBuildError(
-                f"image {image} is not in the Docker engine and cannot be pulled",
-                hint="check the name (`docker images`), build it, or drop --raychaos-image to "
-                "let raychaos build one",
-            )
+    def node_image(self, image: str) -> ImageProbe | None:
+        return derive(self.builder, image, self._labels(purpose="probe"))
 
     def cpus(self) -> int:
         info = call("docker info", self.client.info)
@@ -211,7 +214,10 @@ class DockerBackend:
         bounded = ["timeout", "--kill-after=5", f"{timeout:.0f}", *argv]
         api = self.client.api
         what = f"exec {argv[0]} in {container.name}"
-        exec_id = call(what, lambda: api.exec_create(container.id, bounded, environment=dict(env)))
+        with explained_if_stopped(self._container(node)):
+            exec_id = call(
+                what, lambda: api.exec_create(container.id, bounded, environment=dict(env))
+            )
         raw = call(what, lambda: api.exec_start(exec_id["Id"]))
         output = (raw if isinstance(raw, bytes) else b"".join(raw)).decode(errors="replace")
         code = self._exit_code(str(exec_id["Id"]), what)
@@ -244,9 +250,10 @@ class DockerBackend:
         env: Mapping[str, str],
         bound_s: float,
     ) -> ExecStream:
-        return ExecStream(
-            self._container(node), argv, source=source, sink=sink, env=env, bound_s=bound_s
-        )
+        with explained_if_stopped(self._container(node)):
+            return ExecStream(
+                self._container(node), argv, source=source, sink=sink, env=env, bound_s=bound_s
+            )
 
     def copy(self, src: str, path: str, dst: str, dest_dir: str) -> None:
         source, target = self._container(src), self._container(dst)

@@ -5,10 +5,11 @@ Apart from :mod:`backend` so that class stays the verbs; these are pure function
 
 from __future__ import annotations
 
+import contextlib
 import io
 import re
 import tarfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -101,3 +102,31 @@ def _skip_caches(info: tarfile.TarInfo) -> tarfile.TarInfo | None:
         return None
     info.uid = info.gid = 0
     return info
+
+
+@contextlib.contextmanager
+def explained_if_stopped(container: Container) -> Iterator[None]:
+    """An exec into a host whose main process ended says how it ended and what it printed
+    (an image without our node entry, a `ray start` that could not run), not only that the
+    engine refused the exec."""
+    try:
+        yield
+    except DockerOperationError as exc:
+        if "is not running" not in exc.message:
+            raise
+        with contextlib.suppress(Exception):
+            container.reload()
+        state = (container.attrs or {}).get("State", {})
+        if state.get("Status") != "exited":
+            raise
+        tail = ""
+        with contextlib.suppress(Exception):
+            logged = bytes(container.logs(tail=4)).decode(errors="replace")
+            tail = " | ".join(logged.split("\n"))
+        raise DockerOperationError(
+            f"{container.name} is not running: its main process exited with "
+            f"{state.get('ExitCode')}; last output: {tail.strip(' |') or '(none)'}",
+            hint="the node entry or `ray start` failed inside the image: for an image of your "
+            "own see the image contract (raychaos's docs/images.md); "
+            f"`docker logs {container.name}` with --raychaos-keep",
+        ) from None
