@@ -199,8 +199,18 @@ def _patterns(raw: Sequence[str]) -> list[str]:
 # -- claims ---------------------------------------------------------------------------------
 def claims_command(patterns: Sequence[str], *, as_json: bool = False) -> int:
     catalogue = _catalogue()
-    wanted = set(catalogue.select(_patterns(patterns))) if patterns else set(catalogue.ids)
+    given = _patterns(patterns)
+    if patterns and not given:
+        raise ChaosError(
+            "claims: expected an id or pattern such as OBJ-* or TASK-01, got "
+            + shlex.join(patterns),
+            hint="`raychaos claims` with no argument lists every claim",
+        )
+    wanted = set(catalogue.select(given)) if given else set(catalogue.ids)
     chosen = [c for c in catalogue if c.id in wanted]
+    if not chosen:  # an empty catalogue: nothing to align
+        print(f"0 of {len(catalogue)} claims", file=sys.stderr)
+        return 0
     if as_json:
         print(json.dumps([c.to_json() for c in chosen], indent=1, ensure_ascii=False))
         return 0
@@ -232,11 +242,16 @@ def compare_command(
     base_version: str | None = None,
     candidate_version: str | None = None,
     output: Path | None = None,
+    names: tuple[str, str] = ("", ""),
 ) -> int:
+    import dataclasses
+
     from chaos.report.compare import compare, pick_sides, render_markdown
     from chaos.report.html import render_compare
 
     before, after = pick_sides(base, candidate, base_version, candidate_version)
+    before = dataclasses.replace(before, name=names[0])
+    after = dataclasses.replace(after, name=names[1])
     result = compare(before, after, _catalogue())
     print(render_markdown(result), end="")
     page = output or Path("reports") / f"compare-{before.release}-to-{after.release}.html"
@@ -456,7 +471,9 @@ def upgrade_check_sides(
         dirs.append(side_dir)
     page = results.parent / f"upgrade-{base.label}-to-{candidate.label}.html"
     try:
-        verdict = compare_command(dirs[0], dirs[1], releases[0], releases[1], page)
+        verdict = compare_command(
+            dirs[0], dirs[1], releases[0], releases[1], page, names=(str(base), str(candidate))
+        )
     except ChaosError as exc:
         print(f"raychaos: cannot compare: {exc}", file=sys.stderr)
         return 1

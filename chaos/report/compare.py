@@ -125,10 +125,13 @@ class Side:
     #: Every result of the release, repeated trials included.
     runs: tuple[TestResult, ...]
     blobs: Mapping[str, bytes]
+    #: What the side ran on when that is not just the release (a team's image).
+    name: str = ""
 
     @property
     def label(self) -> str:
-        return f"Ray {self.release} ({self.directory})"
+        named = f"{self.name}, " if self.name else ""
+        return f"{named}Ray {self.release} ({self.directory})"
 
 
 def _side(results: Results, release: str) -> Side:

@@ -71,19 +71,28 @@ KINDS = ("system", "venv", "conda", "no-iptables")
 _SKIP = {"site-packages", "test", "__pycache__", "idlelib", "tkinter", "turtledemo"}
 
 
-def ensure(builder: ImageBuilder, kind: str, ray: str = RAY) -> str:
-    """The tag of the ``kind`` team image with Ray ``ray``, built on first use."""
+def ensure(builder: ImageBuilder, kind: str, ray: str = RAY, python: Path | None = None) -> str:
+    """The tag of the ``kind`` team image with Ray ``ray``, built on first use; ``python``: the
+    prefix of the standalone CPython a ``conda`` image relocates (default: the running one)."""
     client = builder.client
     if kind == "no-iptables":
         base = ensure(builder, "system", ray)
         dockerfile = _NO_IPTABLES.format(base=base)
         return _build(client, f"raychaos-test/team:{ray}-no-iptables", dockerfile, None, None)
+    prefix = (python or Path(sys.base_prefix)) if kind == "conda" else None
+    minor = _minor(prefix) if prefix else "3.11"
     base = builder.ensure_base("3.11")
-    wheels = builder.wheelhouse(ray, "3.11")
+    wheels = builder.wheelhouse(ray, minor)
     template = {"system": _SYSTEM, "venv": _VENV, "conda": _CONDA}[kind]
     dockerfile = template.format(base=base, ray=ray)
-    prefix = Path(sys.base_prefix) if kind == "conda" else None
-    return _build(client, f"raychaos-test/team:{ray}-{kind}", dockerfile, wheels, prefix)
+    suffix = f"-py{minor}" if python else ""
+    return _build(client, f"raychaos-test/team:{ray}-{kind}{suffix}", dockerfile, wheels, prefix)
+
+
+def _minor(prefix: Path) -> str:
+    """x.y of the CPython installed in ``prefix`` (from its lib/pythonX.Y directory)."""
+    (lib,) = [p.name for p in (prefix / "lib").glob("python3.*") if (p / "os.py").is_file()]
+    return lib.removeprefix("python")
 
 
 def _build(
@@ -120,7 +129,7 @@ def _build(
 def _prefix_members(prefix: Path) -> Iterator[tuple[Path, str]]:
     """The interpreter, libpython and the standard library of ``prefix`` (no site-packages,
     tests or build config), as ``conda/…`` members."""
-    minor = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    minor = f"python{_minor(prefix)}"
     wanted = [prefix / "bin", prefix / "lib" / minor, *sorted((prefix / "lib").glob("libpython*"))]
     for top in wanted:
         if top.is_file():
