@@ -22,6 +22,11 @@ WORKERS_2X4 = [{"name": "worker", "count": 2, "num_cpus": 4}]
 HYBRID = {2: (2, [0, 0]), 4: (2, [0, 2]), 6: (2, [2, 2]), 12: (4, [4, 4])}
 
 
+#: SCHED-01's actors and tasks: fewer than the cluster's 12 CPUs, and a count DEFAULT places
+#: unevenly (HYBRID[4]).
+SPREAD_N = 4
+
+
 def worker_counts(counts: dict[str, int]) -> list[int]:
     return sorted(v for k, v in counts.items() if k.startswith("worker"))
 
@@ -48,8 +53,10 @@ def test_spread_hybrid_head_only_resource_and_affinity(experiment: Experiment) -
     cluster = experiment.cluster
     nodes = ["head", "worker-1", "worker-2"]
 
-    # SCHED-01: 12 actors and 7 tasks with SPREAD.
-    for n, kind in ((12, "actor"), (7, "task")):
+    # SCHED-01: 4 actors and 4 tasks with SPREAD, a third of the 12 CPUs, so capacity forces
+    # nothing: DEFAULT places 4 actors head 2, workers 0 and 2 (SCHED-02 below), which
+    # check_spread refuses (tests/unit/test_sched_spread.py).
+    for n, kind in ((SPREAD_N, "actor"), (SPREAD_N, "task")):
         spread = cluster.run(
             "workloads.scheduling:place", n=n, strategy="SPREAD", kind=kind, hold_s=2
         ).result()

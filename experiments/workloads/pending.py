@@ -164,11 +164,17 @@ def strict_pg(
     }
 
 
+#: How long ``ray status`` may lag ``ray.nodes()`` after a join (resource reports every ~1 s).
+STATUS_LAG_S = 30.0
+
+
 def membership(absent: list[str] | None = None) -> dict[str, Any]:
     """PEND-03: which harness nodes are in ``ray.nodes()`` / ``ray status``, and total CPU."""
     connect()
-    status = ray_status()
     ips = {n["NodeManagerAddress"]: n for n in ray.nodes()}
+    alive = [n["NodeID"] for n in ips.values() if n["Alive"]]
+    # `ray status` reads the autoscaler's view, which lags a join by a report or two.
+    status = until(ray_status, lambda s: all(i in s for i in alive), timeout=STATUS_LAG_S)
     report: dict[str, Any] = {}
     for name, info in nodes().items():
         if info.get("role") == "redis":
