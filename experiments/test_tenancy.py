@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from chaos.check import record
+from chaos.errors import FaultNotObserved
 from chaos.experiment import Experiment
 
 HEAD_T = {"num_cpus": 4, "resources": {"special": 1}}
@@ -214,9 +215,15 @@ def test_store_pressure_and_jobs_api_resources(experiment: Experiment) -> None:
     assert store_mib is not None and store_mib >= 0.9 * sum(spilled_mib.values()), (
         f"head store spilled {store_mib} MiB, owners report {spilled_mib}"
     )
-    # B's objects were spilled and restored, or kept in memory: never lost (its reads passed).
-    for obj in b["objects"]:
-        assert obj["did_spill"] or obj["in_store_on"], f"B's object is nowhere: {obj}"
+    # The fault is A's pressure on B: proven only when some of B's objects left memory (B's
+    # puts are primary copies, so Ray spills them; it never evicts them). Otherwise nothing was
+    # judged: inconclusive, not passed. B's reads then show its tasks still finish.
+    if not spilled["B"]:
+        raise FaultNotObserved(
+            f"none of tenant B's objects was spilled while A put {a['put']} objects into the "
+            f"shared store (spilled by owner: {spilled_mib}): the pressure never reached B",
+            hint="give A more to put (total_mb) or B a longer read loop",
+        )
 
     # TENANT-05 / ADVICE-03: the Jobs API.
     jobs = cluster.run("workloads.tenancy:jobs_api", pending_s=10, timeout=500).result()
