@@ -8,7 +8,9 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import math
 import os
+import re
 import signal
 import sys
 from collections.abc import Sequence
@@ -32,6 +34,31 @@ def _version(raw: str) -> str:
     return raw
 
 
+def _python(raw: str) -> str:
+    if not re.fullmatch(r"3\.\d+(?:\.\d+)?", raw):
+        raise argparse.ArgumentTypeError(f"expected a Python version such as 3.11, got {raw!r}")
+    return raw
+
+
+def _seconds(raw: str) -> float:
+    try:
+        seconds = float(raw)
+    except ValueError:
+        seconds = math.nan
+    if not math.isfinite(seconds) or seconds <= 0:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds > 0, got {raw!r}")
+    return seconds
+
+
+def _age(raw: str) -> float:
+    from chaos.backends.docker.sweep import parse_age
+
+    try:
+        return parse_age(raw)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="raychaos", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -52,7 +79,9 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="PATH",
         help="also build the image of a Ray wheel of your own (tagged <version>-wheel-<sha>)",
     )
-    build.add_argument("--python", default="3.11")
+    build.add_argument(
+        "--python", type=_python, default="3.11", help="Python of the image (default 3.11)"
+    )
     build.add_argument(
         "--base-image",
         default=None,
@@ -77,6 +106,20 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="remove every raychaos object: kept clusters and LIVE runs included",
     )
+    which.add_argument(
+        "--older-than",
+        type=_age,
+        metavar="DURATION",
+        help="also remove objects whose owner cannot be judged from here (another machine's "
+        "runs on a shared engine) once their run made nothing for DURATION (6h, 2d); an "
+        "owner alive here or a kept cluster is never removed",
+    )
+    sweep.add_argument(
+        "--docker-host",
+        metavar="URL",
+        help="the engine to sweep (unix://, ssh://, tcp://; default: DOCKER_HOST, else the "
+        "local socket)",
+    )
 
     bench = sub.add_parser("bench", help="benchmarks").add_subparsers(
         dest="bench_command", required=True
@@ -95,7 +138,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     procs.add_argument("--runs", type=int, default=1)
     procs.add_argument("--ray-version", type=_version, default=DEFAULT_RAY_VERSION)
-    procs.add_argument("--duration", type=float, default=40.0, help="seconds sampled per boot")
+    procs.add_argument("--duration", type=_seconds, default=40.0, help="seconds sampled per boot")
     procs.add_argument("--json", action="store_true", help="every process of every run")
 
     from chaos.report.html import REPORT_HELP
@@ -188,7 +231,7 @@ def _dispatch(args: argparse.Namespace) -> int:
             print(builder.ensure(version, args.python))
         return 0
     if args.command == "sweep":
-        return _sweep(connect(), args)
+        return _sweep(connect(url=args.docker_host) if args.docker_host else connect(), args)
     if args.command == "bench":
         from chaos.backends.docker.bench import bench_boot
         from chaos.backends.docker.images import ImageBuilder
@@ -220,19 +263,38 @@ def _sweep(client: DockerClient, args: argparse.Namespace) -> int:
     """Name what was removed, count what was kept by reason; exit 1 if a removal failed."""
     from chaos.backends.docker.sweep import sweep
 
-    report = sweep(client, everything=args.all, kept_only=args.kept, cluster=args.cluster)
+    report = sweep(
+        client,
+        everything=args.all,
+        kept_only=args.kept,
+        cluster=args.cluster,
+        engine=args.docker_host,
+        older_than=args.older_than,
+    )
     for line in report.removed:
-        print(f"raychaos: removed {line}")
+        why = report.why.get(line)
+        print(f"raychaos: removed {line}" + (f" ({why})" if why else ""))
     for line in report.failed:
         print(f"raychaos: could not remove {line}", file=sys.stderr)
     print(f"raychaos: sweep {report}")
+    if report.unproven and args.older_than is None and not (args.all or args.kept):
+        host = f" --docker-host {args.docker_host}" if args.docker_host else ""
+        print(
+            f"raychaos: {report.unproven} object(s) kept because nothing here can judge their "
+            "owner (another machine's runs): never removed automatically; once those runs are "
+            f"surely over: raychaos sweep{host} --older-than 2d",
+            file=sys.stderr,
+        )
     return 1 if report.failed else 0
 
 
 def _report(results: Path, output: Path) -> int:
+    from chaos.report.coverage import load_raychaos
     from chaos.report.html import exit_code, write_report
 
-    loaded = write_report(results, output)
+    # As coverage and compare do: a directory without raychaos results is a usage error (2),
+    # never an empty page that exits 0.
+    loaded = write_report(results, output, loaded=load_raychaos(results))
     counts: dict[str, int] = {}
     for test in loaded.tests:
         counts[test.effective_status] = counts.get(test.effective_status, 0) + 1

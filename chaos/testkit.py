@@ -172,6 +172,25 @@ def spec_from_marker(
         raise pytest.UsageError(f"@pytest.mark.cluster: {exc}") from None
 
 
+class TeardownError(ChaosError):
+    """Removing several clusters of one test failed: each cluster and its one-line reason."""
+
+    def __init__(self, errors: Sequence[tuple[str, Exception]]) -> None:
+        self.errors = list(errors)
+        each = "; ".join(f"{key}: {_one_line(exc)}" for key, exc in self.errors)
+        super().__init__(
+            f"removing {len(self.errors)} clusters failed: {each}",
+            hint="what is left is the reaper's and the next run's sweep's (`raychaos sweep`); "
+            "check with `docker ps -a --filter label=raychaos.run`",
+        )
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    first = text.splitlines()[0][:300]
+    return first if isinstance(exc, ChaosError) else f"{type(exc).__name__}: {first}"
+
+
 class ClusterFactory:
     """Boots clusters for one test and removes them afterwards (unless kept for a failure).
 
@@ -293,9 +312,12 @@ class ClusterFactory:
                 attach_node_logs(cluster, why)
 
     def teardown(self, failed: bool) -> None:
+        """Remove every cluster of the test (keep those of a failed test when asked). A cluster
+        whose removal fails, for whatever reason, never stops the others from going; one
+        failure is raised as it is, several as one :class:`TeardownError` naming each."""
         from chaos.backends.docker.sweep import keep
 
-        errors: list[ChaosError] = []
+        errors: list[tuple[str, Exception]] = []
         if self.engine is not None and self.engine.lost:
             keys = [str(getattr(c.backend, "key", "?")) for c in self.clusters]
             if keys:
@@ -325,11 +347,13 @@ class ClusterFactory:
             try:
                 with timing.removing(cluster):
                     cluster.stop()
-            except ChaosError as exc:
-                errors.append(exc)
+            except Exception as exc:  # noqa: BLE001 - every cluster goes; all are reported below
+                errors.append((str(key or cluster.spec.name), exc))
         timing.attach(self.clusters)  # boot, slot queue and teardown seconds (bench suite)
+        if len(errors) == 1:
+            raise errors[0][1]
         if errors:
-            raise errors[0]
+            raise TeardownError(errors)
 
     def _elsewhere(self) -> str:
         """The engine's name when it is not the one DOCKER_HOST names ("" when it is)."""

@@ -10,6 +10,7 @@ Use it as a context manager (it tears down if start fails), or through the pytes
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -20,12 +21,18 @@ from chaos.cluster.boot_slots import default_slots
 from chaos.cluster.node import Node
 from chaos.cluster.plan import RAY_LOGS, ClusterPlan, plan_group
 from chaos.cluster.spec import ClusterSpec, NodeSpec, group_names
-from chaos.errors import DockerOperationError, WorkloadError
+from chaos.errors import ChaosError, DockerOperationError, WorkloadError
 from chaos.observer.history import History, Kind, Source
 from chaos.workload.run import WorkloadRun
 
 if TYPE_CHECKING:
     from chaos.backends.base import Backend, ExecResult, Stream
+
+
+#: Where ``Cluster.signal`` raises signals and ``raychaos_agent.wait_signal`` looks for them.
+SIGNALS_DIR = "/raychaos/state/signals"
+#: A signal is a file of that directory: its name can never leave it or reach a shell.
+SIGNAL_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]{0,127}")
 
 
 class Cluster:
@@ -109,7 +116,8 @@ class Cluster:
     # -- nodes ----------------------------------------------------------------------------
     @property
     def plan(self) -> ClusterPlan:
-        assert self._plan is not None, "the cluster has not started"
+        if self._plan is None:
+            raise ChaosError("the cluster has not started", hint="use it as `with Cluster(spec)`")
         return self._plan
 
     @property
@@ -235,9 +243,16 @@ class Cluster:
 
     def signal(self, name: str, node: str | None = None) -> None:
         """Raise signal ``name`` for workloads waiting in ``wait_signal`` (default: driver node)."""
+        if not isinstance(name, str) or not SIGNAL_NAME.fullmatch(name):
+            raise WorkloadError(
+                f"signal name: expected a file name of letters, digits, '.', '_' or '-' (not "
+                f"starting with '.'), got {name!r}",
+                hint="the workload waits for it with raychaos_agent.wait_signal(name, timeout)",
+            )
         target = node or self.driver.name
-        path = f"/raychaos/state/signals/{name}"
-        result = self.exec(target, ["sh", "-c", f"mkdir -p /raychaos/state/signals && : > {path}"])
+        # The name is an argument of the script, never part of it.
+        script = 'mkdir -p "$1" && : > "$1/$2"'
+        result = self.exec(target, ["sh", "-c", script, "sh", SIGNALS_DIR, name])
         if result.exit_code != 0:
             raise WorkloadError(f"could not raise signal {name} on {target}: {result.output}")
         self.history.record(Source.HARNESS, Kind.SIGNAL, name=name, node=target)

@@ -330,7 +330,24 @@ def load_topology(name: str) -> ClusterSpec:
     if not path.is_file():
         available = sorted(p.stem for p in topologies_dir().glob("*.json"))
         raise SpecError("topology", f"one of {', '.join(available)}", name)
-    data = cast("dict[str, Any]", json.loads(path.read_text()))
+    try:
+        loaded = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise SpecError(
+            f"topology {name}",
+            "a JSON object",
+            f"{path}: {exc.msg} at line {exc.lineno} column {exc.colno}",
+            hint=f"fix the file (`python -m json.tool {path}` shows where)",
+        ) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SpecError(f"topology {name}", "a readable UTF-8 file", f"{path}: {exc}") from None
+    if not isinstance(loaded, dict):
+        raise SpecError(
+            f"topology {name}",
+            "a JSON object of ClusterSpec fields",
+            f"{path}: a JSON {type(loaded).__name__}",
+        )
+    data = cast("dict[str, Any]", loaded)
     data.pop("description", None)
     presets = data.pop("knob_presets", [])
     if not isinstance(presets, list) or not all(isinstance(p, str) for p in presets):

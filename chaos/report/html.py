@@ -51,7 +51,7 @@ matrix, findings, failures with their Allure category, measured windows and time
 when no result is failed or broken (passed, skipped and recorded findings are fine); 1 when any
 result is failed or broken, or a recorded finding no longer reproduces (its test passed: it
 is listed as "Finding no longer reproduces", never as a failure, and its xfail marker needs
-updating); 2 on a usage error (RESULTS is not a directory)."""
+updating); 2 on a usage error (RESULTS is not a directory or holds no raychaos results)."""
 
 _CSS = """
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:24px auto;max-width:1200px;
@@ -400,9 +400,15 @@ escape = _e
 pill = _status
 
 
-def write_report(results_dir: Path, output: Path, catalogue: Catalogue | None = None) -> Results:
-    """Load ``results_dir``, render the page to ``output``; returns what was loaded."""
-    results = load_results(results_dir)
+def write_report(
+    results_dir: Path,
+    output: Path,
+    catalogue: Catalogue | None = None,
+    loaded: Results | None = None,
+) -> Results:
+    """Load ``results_dir`` (unless ``loaded`` is it already), render the page to ``output``;
+    returns what was loaded."""
+    results = loaded if loaded is not None else load_results(results_dir)
     claims = [(c.id, c.fault) for c in (catalogue or load_catalogue())]
     text = render_html(results, claims)
     output.parent.mkdir(parents=True, exist_ok=True)

@@ -383,3 +383,100 @@ def test_a_clusters_teardown_removes_its_containers_concurrently() -> None:
     assert backend.teardown() == []
     assert sorted(journal[:3]) == ["d", "h", "w"]
     assert journal[3:] == ["net", "vol"]
+
+
+# -- another machine's leftovers on a shared engine: --older-than ------------------------------
+NOW = "2025-06-10T12:00:00.123456789Z"  # the engine's clock (SystemTime)
+
+
+class EngineClock(FakeClient):
+    def info(self) -> dict[str, str]:
+        return {"SystemTime": NOW}
+
+
+def foreign(name: str, created: str, run: str = "r-far", **kwargs: Any) -> FakeObject:
+    found = owned(machine="m-far", **kwargs)
+    found[labels.RUN] = run
+    return FakeObject(name, found, created=created)
+
+
+def shared_engine() -> tuple[EngineClock, dict[str, FakeObject]]:
+    objects = {
+        # A run of a machine that is gone: everything it made is 3 days old.
+        "old": foreign("old", "2025-06-07T12:00:00Z"),
+        "old-net": foreign("old-net", "2025-06-07T11:59:00Z"),
+        # A run of another machine that made a cluster an hour ago: all of it may be live.
+        "busy-a": foreign("busy-a", "2025-06-07T12:00:00Z", run="r-busy"),
+        "busy-b": foreign("busy-b", "2025-06-10T11:00:00Z", run="r-busy"),
+        # An engine that does not say when it made something: its age is unknown.
+        "undated": foreign("undated", "", run="r-undated"),
+        # Old, but provably alive here, or kept for inspection: never removed.
+        "alive": FakeObject(
+            "alive", owned(*me(), cluster="c-alive"), created="2025-01-01T00:00:00Z"
+        ),
+    }
+    client = EngineClock([o for n, o in objects.items() if n != "old-net"], [objects["old-net"]])
+    return client, objects
+
+
+def test_objects_of_another_machine_are_kept_without_older_than() -> None:
+    client, objects = shared_engine()
+    report = sweep(client, here=HERE)  # type: ignore[arg-type]
+    assert not any(o.removed for o in objects.values())
+    assert report.kept[labels.OTHER_MACHINE] == 5 and report.unproven == 5
+
+
+def test_older_than_removes_only_runs_that_made_nothing_for_that_long() -> None:
+    client, objects = shared_engine()
+    report = sweep(client, here=HERE, older_than=2 * 86400)  # type: ignore[arg-type]
+    removed = {n for n, o in objects.items() if o.removed}
+    assert removed == {"old", "old-net"}
+    assert report.removed == ["container old", "network old-net"]
+    assert report.why["container old"] == "other machine; its run's newest object is 3.0 d old"
+    assert report.kept == {
+        "other machine, younger than 2.0 d": 2,
+        f"other machine, {sweeping.AGE_UNKNOWN}": 1,
+        labels.OWNER_ALIVE: 1,
+    }
+    # Ages are read on the engine's clock: a day later by this host's clock changes nothing.
+    assert sweeping.engine_now(client) == sweeping.timestamp(NOW)  # type: ignore[arg-type]
+
+
+def test_the_command_sweeps_the_engine_it_is_given_and_names_each_removal(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    client, objects = shared_engine()
+    asked: list[str | None] = []
+
+    def connect(url: str | None = None) -> EngineClock:
+        asked.append(url)
+        return client
+
+    monkeypatch.setattr("chaos.backends.docker.client.connect", connect)
+    monkeypatch.setattr(labels.Here, "current", classmethod(lambda cls: HERE))
+    assert main(["sweep", "--docker-host", "tcp://ci-engine:2376"]) == 0
+    captured = capsys.readouterr()
+    assert "raychaos: removed" not in captured.out
+    hint = captured.err.strip()
+    assert "5 object(s) kept because nothing here can judge their owner" in hint
+    assert hint.endswith("raychaos sweep --docker-host tcp://ci-engine:2376 --older-than 2d")
+    assert main(["sweep", "--docker-host", "tcp://ci-engine:2376", "--older-than", "2d"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert asked == ["tcp://ci-engine:2376", "tcp://ci-engine:2376"]
+    assert (
+        "raychaos: removed container old (other machine; its run's newest object is 3.0 d old)"
+        in out
+    )
+    assert (
+        "raychaos: removed network old-net (other machine; its run's newest object is 3.0 d old)"
+        in out
+    )
+    assert not objects["busy-a"].removed and not objects["alive"].removed
+
+
+def test_older_than_is_never_combined_with_the_other_modes(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit):
+        main(["sweep", "--all", "--older-than", "1d"])
+    assert "not allowed with" in capsys.readouterr().err

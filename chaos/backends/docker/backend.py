@@ -32,7 +32,13 @@ from chaos.backends.docker.containers import (
     secrets_archive,
 )
 from chaos.backends.docker.derived import derive
-from chaos.backends.docker.execstream import ExecStream
+from chaos.backends.docker.execstream import (
+    KILL_AFTER_S,
+    ExecStream,
+    drain,
+    host_bound,
+    in_node_bound,
+)
 from chaos.backends.docker.images import ImageBuilder
 from chaos.errors import DockerOperationError, WorkloadError
 from chaos.resources import agent_path
@@ -211,15 +217,16 @@ class DockerBackend:
         self, node: str, argv: Sequence[str], *, timeout: float, env: Mapping[str, str]
     ) -> ExecResult:
         container = self._container(node)
-        bounded = ["timeout", "--kill-after=5", f"{timeout:.0f}", *argv]
+        bounded = ["timeout", f"--kill-after={KILL_AFTER_S}", str(in_node_bound(timeout)), *argv]
         api = self.client.api
         what = f"exec {argv[0]} in {container.name}"
         with explained_if_stopped(self._container(node)):
             exec_id = call(
                 what, lambda: api.exec_create(container.id, bounded, environment=dict(env))
             )
-        raw = call(what, lambda: api.exec_start(exec_id["Id"]))
-        output = (raw if isinstance(raw, bytes) else b"".join(raw)).decode(errors="replace")
+        # Streamed, so the wait for its end is ours to bound (drain), above the in-node one.
+        raw = call(what, lambda: api.exec_start(exec_id["Id"], stream=True))
+        output = drain(raw, within=host_bound(timeout), what=what).decode(errors="replace")
         code = self._exit_code(str(exec_id["Id"]), what)
         if code is None:
             # docker-py's exec_run reads this as 0; under load the output stream can end
@@ -267,10 +274,11 @@ class DockerBackend:
         import docker.errors
 
         container = self._container(node)
-        try:
-            container.reload()
-        except docker.errors.NotFound:
-            return "gone"
+        with translated(f"inspect {container.name}"):
+            try:
+                container.reload()
+            except docker.errors.NotFound:
+                return "gone"
         status = str(container.status)
         return status if status in HOST_STATES else "gone"  # type: ignore[return-value]
 

@@ -30,6 +30,11 @@ class EngineLost(DockerUnavailable):
     (one line naming the engine); the other engines' experiments go on."""
 
 
+class EngineUnresponsive(DockerUnavailable):
+    """The engine took a request but gave no answer within its bound (a hung or overloaded
+    daemon, a dead link to a remote engine): one line naming the call and the bound."""
+
+
 def connect(timeout: float = 120.0, url: str | None = None) -> docker.DockerClient:
     """A client for the engine at ``url`` (default ``DOCKER_HOST``, else the local socket),
     checked with a ping.
@@ -98,6 +103,15 @@ def translated(what: str) -> Iterator[None]:
         explanation = exc.explanation or str(exc)
         raise DockerOperationError(
             f"{what} failed: {explanation}", hint="see `docker info` and the daemon's log"
+        ) from exc
+    except (requests.exceptions.Timeout, TimeoutError) as exc:
+        # Before ConnectionError: a ConnectTimeout is both. A ReadTimeout is neither a
+        # DockerException nor a ConnectionError, and would escape as a raw traceback.
+        raise EngineUnresponsive(
+            f"{what} failed: expected the Docker daemon to answer within the client's "
+            f"timeout, got no answer ({_first_line(exc)})",
+            hint="the daemon is hung or overloaded: check `docker info` and its log (a hung "
+            "dockerd needs a restart)",
         ) from exc
     except (docker.errors.DockerException, requests.exceptions.ConnectionError) as exc:
         raise DockerUnavailable(

@@ -5,19 +5,24 @@ as they arrive: in the stream's own channel (:meth:`ExecStream.events`, which re
 INV-01 read) and in the experiment's history (the evidence log); every other line is kept as
 output. The process is bounded inside the
 container by coreutils ``timeout``, so a lost host can never leave it running forever.
+
+Also the bounds of a one-shot exec (:meth:`DockerBackend.exec`): :func:`in_node_bound` (what
+``timeout`` is given) and :func:`drain` (how long the host waits for the output to end).
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import math
 import threading
 import time
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 from chaos.backends.base import EventSink
-from chaos.backends.docker.client import call
+from chaos.backends.docker.client import EngineUnresponsive, call, translated
+from chaos.errors import WorkloadError
 from chaos.observer.history import Event, Kind
 
 if TYPE_CHECKING:
@@ -26,6 +31,73 @@ if TYPE_CHECKING:
 MARK = b"@@raychaos "
 #: Grace between SIGTERM and SIGKILL when the in-container bound runs out.
 KILL_AFTER_S = 5
+#: How much longer than the in-node bound (and its kill grace) the host waits for an exec's
+#: output to end before it takes the engine as hung (a loaded engine reaps slowly).
+HOST_MARGIN_S = 30.0
+
+
+def in_node_bound(seconds: float) -> int:
+    """Whole seconds for coreutils ``timeout``: rounded up, at least 1 (``timeout 0`` would
+    mean no limit at all). A bound that is not a positive number is one line."""
+    if not isinstance(seconds, int | float) or not math.isfinite(seconds) or seconds <= 0:
+        raise WorkloadError(
+            f"exec bound: expected a number of seconds > 0, got {seconds!r}",
+            hint="pass timeout=/bound_s= as the seconds the command may run",
+        )
+    return max(1, math.ceil(seconds))
+
+
+def host_bound(seconds: float) -> float:
+    """How long the host waits for an exec bounded by ``seconds`` inside its node to end."""
+    return in_node_bound(seconds) + KILL_AFTER_S + HOST_MARGIN_S
+
+
+class Closable(Protocol):
+    """An exec's output (docker-py's ``CancellableStream``): chunks, closable from another
+    thread."""
+
+    def __iter__(self) -> Iterator[bytes]: ...
+
+    def close(self) -> None: ...
+
+
+def drain(chunks: Closable, *, within: float, what: str) -> bytes:
+    """All of an exec's output, waiting at most ``within`` seconds for it to end.
+
+    docker-py reads an exec's output with no bound of its own (it polls the socket before each
+    read, so the client's timeout never applies): a hung engine, or a dead link to a remote
+    one, would block the caller forever. The output is read by a helper thread; past
+    ``within`` the stream is closed (which wakes that thread) and one
+    :class:`EngineUnresponsive` line says so.
+    """
+    got: list[bytes] = []
+    failed: list[Exception] = []
+
+    def pump() -> None:
+        try:
+            for chunk in chunks:
+                got.append(bytes(chunk))
+        except Exception as exc:  # noqa: BLE001 - re-raised in the caller's thread
+            failed.append(exc)
+
+    reader = threading.Thread(target=pump, name=f"drain: {what}"[:60], daemon=True)
+    reader.start()
+    reader.join(within)
+    # Ended or not, the connection goes (docker-py leaves a streamed response open); a hung
+    # one is shut down, which wakes the reader.
+    with contextlib.suppress(Exception):  # SSH channels cannot be cancelled: left to the GC
+        chunks.close()
+    if reader.is_alive():
+        raise EngineUnresponsive(
+            f"{what}: expected its output to end within {within:.0f} s (the in-node bound, "
+            f"{KILL_AFTER_S} s to kill, {HOST_MARGIN_S:.0f} s of slack), got "
+            f"{sum(map(len, got))} bytes and no end",
+            hint="the engine (or the link to it) is hung: check `docker info` and the daemon's log",
+        )
+    if failed:
+        with translated(what):
+            raise failed[0]
+    return b"".join(got)
 
 
 class ExecStream:
@@ -51,7 +123,8 @@ class ExecStream:
         self._ended = threading.Event()
         self._events: list[Event] = []
         self._arrived = threading.Condition()
-        bounded = ["timeout", f"--kill-after={KILL_AFTER_S}", f"{bound_s:.0f}", *self.argv]
+        bound = in_node_bound(bound_s)
+        bounded = ["timeout", f"--kill-after={KILL_AFTER_S}", str(bound), *self.argv]
         assert container.client is not None
         api = container.client.api
         self._exec_id: str = call(

@@ -83,6 +83,9 @@ LOCK_WAIT_S = (
     + DOCKER_BUILD_TIMEOUT_S
     + 300.0
 )
+#: After a step's process group is killed, how long its output pipes may stay open (a
+#: process that left the group — a daemon started in the chroot — can hold them forever).
+KILLED_OUTPUT_WAIT_S = 10.0
 #: Connecting to an engine for a transfer (it answered a moment ago).
 CONNECT_TIMEOUT_S = 30.0
 #: Bytes per read of a transfer, and how often (bytes) it reports progress.
@@ -672,26 +675,50 @@ def run_bounded(
     """Run ``argv`` (output captured) for at most ``bound_s``; past it, kill its whole process
     group (debootstrap's wget and dpkg, pip's children) and raise one :class:`ImageBuildError`
     naming the step, the bound and ``hint``."""
-    with subprocess.Popen(
+    proc = subprocess.Popen(
         argv,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,  # its own process group: the kill below reaches every child
-    ) as proc:
-        try:
-            out, err = proc.communicate(timeout=bound_s)
-        except subprocess.TimeoutExpired:
+    )
+    try:
+        out, err = proc.communicate(timeout=bound_s)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        tail = _output_after_kill(proc)
+        raise ImageBuildError(
+            f"{step} did not finish within {bound_s:.0f} s ({bound_name}); killed "
+            f"`{shlex.join(argv[:3])} …`" + (f"; last output: {tail}" if tail else ""),
+            hint=hint,
+        ) from None
+    finally:
+        if proc.returncode is None:  # interrupted (Ctrl-C): the step does not outlive us
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGKILL)
-            out, err = proc.communicate()
-            tail = " | ".join((out + err).strip().splitlines()[-3:])
-            raise ImageBuildError(
-                f"{step} did not finish within {bound_s:.0f} s ({bound_name}); killed "
-                f"`{shlex.join(argv[:3])} …`" + (f"; last output: {tail}" if tail else ""),
-                hint=hint,
-            ) from None
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=1)
+        for pipe in (proc.stdout, proc.stderr):
+            if pipe is not None:
+                with contextlib.suppress(OSError):
+                    pipe.close()
     return subprocess.CompletedProcess(argv, proc.returncode, out, err)
+
+
+def _output_after_kill(proc: subprocess.Popen[str]) -> str:
+    """The last lines a killed step printed, read for at most :data:`KILLED_OUTPUT_WAIT_S`: a
+    process outside its group (``setsid``) may hold its pipes open; then say so instead."""
+    try:
+        out, err = proc.communicate(timeout=KILLED_OUTPUT_WAIT_S)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=1)
+        return (
+            f"(its output stayed open {KILLED_OUTPUT_WAIT_S:.0f} s after the kill: a process "
+            "that left its process group still holds it)"
+        )
+    return " | ".join((out + err).strip().splitlines()[-3:])
 
 
 def _unmount_below(root: Path) -> None:

@@ -9,6 +9,11 @@ PID namespaces, unreadable /proc, older labels that prove nothing. Clusters kept
 (``--raychaos-keep``) are kept until ``raychaos sweep --kept`` (or ``--cluster KEY``);
 ``raychaos sweep --all`` removes every raychaos object, live runs included.
 
+Objects whose owner cannot be judged from here (a shared remote engine, used by machines that
+may be gone) are never removed on that ground alone. ``raychaos sweep --older-than 2d`` (with
+``--docker-host URL`` for a remote engine) removes them once their run made nothing within the
+given age — asked for by a person, never done automatically: an old run may still be live.
+
 Per engine: a sweep looks at the one engine it is given (a run spread over several engines
 sweeps each on first use, :mod:`chaos.backends.docker.engines`). A kept cluster's marker names
 its engine, so sweeping one engine never forgets the markers of clusters kept on another.
@@ -18,7 +23,9 @@ Removal helpers live here too: parallel, each engine call bounded, "already gone
 
 from __future__ import annotations
 
+import contextlib
 import re
+import time
 from collections import Counter
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -41,7 +48,24 @@ REMOVE_TIMEOUT_S = 20.0
 PARALLEL = 8
 KEPT = "kept for inspection"
 
+#: Why an owner is not provably dead, where nothing here proves it alive either: with
+#: ``older_than`` the sweep may remove such objects. (Owner alive and kept clusters: never.)
+UNPROVEN = frozenset(
+    {
+        labels.OTHER_MACHINE,
+        labels.OTHER_PIDNS,
+        labels.UNREADABLE,
+        labels.NO_OWNER,
+        labels.UNKNOWN_BOOT,
+        labels.CLONED,
+        labels.LEGACY,
+    }
+)
+AGE_UNKNOWN = "age unknown"
+
 _GONE = ("no such", "not found", "already in progress")
+_UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "w": 604800.0}
+_AGE = re.compile(r"(\d+(?:\.\d+)?)([smhdw])")
 _CREATED = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.\d+)?(Z|[+-]\d\d:\d\d)?$")
 
 
@@ -161,12 +185,56 @@ class Leftover:
     @property
     def created(self) -> float | None:
         """Creation time on the engine's clock (seconds since the epoch), if it says."""
-        raw = self.obj.attrs.get("CreatedAt" if self.kind == "volume" else "Created")
-        match = _CREATED.match(str(raw or ""))
-        if match is None:
-            return None
-        offset = match.group(2) or "Z"
-        return datetime.fromisoformat(match.group(1) + offset.replace("Z", "+00:00")).timestamp()
+        return timestamp(self.obj.attrs.get("CreatedAt" if self.kind == "volume" else "Created"))
+
+    @property
+    def run(self) -> str:
+        """What its age is judged with: its run (else its cluster, else itself)."""
+        found = self.labels
+        return found.get(labels.RUN) or found.get(labels.CLUSTER) or f"{self.kind} {self.name}"
+
+
+def timestamp(raw: object) -> float | None:
+    """An engine's time stamp (``2024-05-01T12:34:56.123456789Z``) in seconds since the epoch."""
+    match = _CREATED.match(str(raw or ""))
+    if match is None:
+        return None
+    offset = match.group(2) or "Z"
+    return datetime.fromisoformat(match.group(1) + offset.replace("Z", "+00:00")).timestamp()
+
+
+def engine_now(client: docker.DockerClient) -> float:
+    """The engine's clock (ages are differences of its own time stamps), else this host's."""
+    with contextlib.suppress(Exception):
+        now = timestamp(client.info().get("SystemTime"))
+        if now is not None:
+            return now
+    return time.time()
+
+
+def parse_age(raw: str) -> float:
+    """``"90m"``, ``"6h"``, ``"2d"``, ``"1w"``, ``"1h30m"`` or bare seconds → seconds (> 0)."""
+    text = raw.strip().lower()
+    if re.fullmatch(r"\d+(?:\.\d+)?", text):
+        seconds = float(text)
+    elif text and re.fullmatch(f"(?:{_AGE.pattern})+", text):
+        seconds = sum(float(n) * _UNITS[unit] for n, unit in _AGE.findall(text))
+    else:
+        raise ValueError(f"expected a duration such as 6h, 2d, 90m or 1h30m, got {raw!r}")
+    if seconds <= 0:
+        raise ValueError(f"expected a duration > 0 such as 6h or 2d, got {raw!r}")
+    return seconds
+
+
+def span(seconds: float) -> str:
+    """A duration as a person reads it: ``45 s``, ``12 min``, ``9.3 h``, ``2.0 d``."""
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 172800:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 86400:.1f} d"
 
 
 def inventory(
@@ -203,6 +271,14 @@ class SweepReport:
     failed: list[str] = field(default_factory=list)
     #: Objects left in place, counted by reason (owner alive, other machine, …).
     kept: Counter[str] = field(default_factory=Counter)
+    #: Why an object was removed though its owner is not provably dead ("container x" → why).
+    why: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def unproven(self) -> int:
+        """Objects kept only because nothing here can judge their owner (``older_than``
+        could remove them)."""
+        return sum(n for reason, n in self.kept.items() if reason in UNPROVEN)
 
     def __str__(self) -> str:
         text = f"removed {len(self.removed)} leftover object(s)"
@@ -222,23 +298,44 @@ def sweep(
     cluster: str | None = None,
     here: labels.Here | None = None,
     engine: str | None = None,
+    older_than: float | None = None,
 ) -> SweepReport:
     """Remove the objects of dead owners (default), of kept clusters (``kept_only``), of one
     cluster (``cluster``), or every raychaos object (``everything``) on the engine of
     ``client`` — whose URL is ``engine`` (None: the engine of DOCKER_HOST), so that only
-    markers of clusters kept on it are forgotten."""
+    markers of clusters kept on it are forgotten.
+
+    ``older_than`` (seconds; asked for by a person, never automatic) also removes objects
+    whose owner nothing here can judge (:data:`UNPROVEN`: another machine's runs on a shared
+    engine) once their run made nothing for that long, by the engine's clock; a run with an
+    object younger than that, or an owner alive here, keeps all of its objects."""
     here = here or labels.Here.current()
     kept = kept_clusters()
     report = SweepReport()
     selector: dict[str, str | list[str] | bool] | None = None
     if cluster is not None:
         selector = {"label": f"{labels.CLUSTER}={cluster}"}
-    found = inventory(client, selector)
-    doomed: list[Leftover] = []
-    for leftover in found:
-        reason = _keep_reason(
-            leftover, here, kept, everything=everything or cluster is not None, kept_only=kept_only
+    from chaos.backends.docker.client import translated
+
+    with translated("list raychaos objects (sweep)"):
+        found = inventory(client, selector)
+    decided = [
+        (
+            leftover,
+            _keep_reason(
+                leftover,
+                here,
+                kept,
+                everything=everything or cluster is not None,
+                kept_only=kept_only,
+            ),
         )
+        for leftover in found
+    ]
+    if older_than is not None:
+        decided = _by_age(decided, older_than, engine_now(client), report)
+    doomed: list[Leftover] = []
+    for leftover, reason in decided:
         if reason is None:
             doomed.append(leftover)
         elif reason:
@@ -253,6 +350,38 @@ def sweep(
     elif not report.failed:
         unkeep(cluster)
     return report
+
+
+def _by_age(
+    decided: list[tuple[Leftover, str | None]], older_than: float, now: float, report: SweepReport
+) -> list[tuple[Leftover, str | None]]:
+    """Turn "unproven" keeps into removals for runs whose newest object is older than
+    ``older_than`` and whose owner is not alive here; say why in ``report.why``."""
+    newest: dict[str, float | None] = {}
+    alive: set[str] = set()
+    for leftover, reason in decided:
+        created, run = leftover.created, leftover.run
+        before = newest.get(run, float("-inf"))
+        newest[run] = None if created is None or before is None else max(before, created)
+        if reason in (labels.OWNER_ALIVE, KEPT):
+            alive.add(run)
+    result: list[tuple[Leftover, str | None]] = []
+    for leftover, reason in decided:
+        run = leftover.run
+        if reason not in UNPROVEN or run in alive:
+            result.append((leftover, reason))
+            continue
+        last = newest[run]
+        if last is None:
+            result.append((leftover, f"{reason}, {AGE_UNKNOWN}"))
+        elif now - last <= older_than:
+            result.append((leftover, f"{reason}, younger than {span(older_than)}"))
+        else:
+            report.why[f"{leftover.kind} {leftover.name}"] = (
+                f"{reason}; its run's newest object is {span(now - last)} old"
+            )
+            result.append((leftover, None))
+    return result
 
 
 def _keep_reason(
