@@ -349,9 +349,11 @@ def test_gcs_exits_when_its_redis_dies(experiment: Experiment, backend: str) -> 
 
 @pytest.mark.claim("GCS-01")
 def test_head_death_without_ft_takes_the_cluster_down(experiment: Experiment) -> None:
-    """Without GCS FT the head's death fails the whole cluster: drivers and raylets exit."""
+    """Without GCS FT the head's death fails the whole cluster: drivers and raylets exit, and
+    a head started again is a different cluster (its GCS knows none of the old nodes)."""
     cluster = experiment.cluster
     reconnect_s = knob(experiment, "RAY_gcs_rpc_server_reconnect_timeout_s")
+    old_ids = {str(n.node_id) for n in cluster.nodes.values() if n.node_id}
     run = cluster.run("workloads.gcs:long_driver", seconds=240, timeout=300)
     run.wait_for("progress", timeout=120)
     head = experiment.nemesis.kill_head()
@@ -366,6 +368,13 @@ def test_head_death_without_ft_takes_the_cluster_down(experiment: Experiment) ->
     assert run.stream.exit_code not in (0, None) or (outcome is not None and not outcome.ok), (
         "the driver must lose the cluster"
     )
+    # The replacement: the head started again on the same address. Its GCS has no record of
+    # any old node, not even as DEAD (one with persistence would list them all): a new cluster.
+    experiment.nemesis.restart_head()
+    known = {r["node_id"]: r["state"] for r in experiment.nemesis.state("nodes")}
+    experiment.measure("GCS-01 nodes the replacement head's GCS knows", known)
+    assert list(known.values()) == ["ALIVE"], f"only the new head is known: {known}"
+    assert not set(known) & old_ids, f"the replacement must not know the old nodes: {known}"
     experiment.waive("INV-01", "the cluster is gone by design")
     experiment.waive("INV-02", "every node dies with the head")
 
