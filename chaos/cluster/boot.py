@@ -30,7 +30,9 @@ def image_for(spec: ClusterSpec, backend: Backend, node: NodeSpec) -> tuple[str,
     """(Ray version, image) of a node: a given image must exist (a team's own is derived into a
     node image and its Ray version is the one its probe found); otherwise one is built."""
     version = node.ray_version or spec.ray_version
-    given = node.image or spec.image
+    # A node of its own release (version skew) in a cluster of a given image: that release's
+    # image, not the cluster's.
+    given = node.image or (None if node.ray_version else spec.image)
     if given:
         probe = backend.node_image(given)
         return (version, given) if probe is None else (probe.ray_version, probe.node_image)
