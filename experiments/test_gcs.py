@@ -145,8 +145,9 @@ def started(experiment: Experiment, node: str) -> bool:
 # The whole outage — checks plus the head's restart — must stay inside the reconnect timeout,
 # or the raylets would exit (GCS-04) and nothing here could be judged. It took 28-41 s on an
 # idle host and 72 s once with three clusters on 2 cores, past Ray's default 60 s: the
-# timeout is raised to 120 s, the window Ray gives the late node's `ray start` too
-# (NUM_REDIS_GET_RETRIES = 20 connects of gcs_rpc_server_connect_timeout_s = 5 s + 1 s pause).
+# timeout is raised to 120 s, twice the default. The late node's `ray start` outlasts it: 20
+# tries (NUM_REDIS_GET_RETRIES) of 5 + 5 + 30 + 1 s (GCS channel, pubsub channel, cluster id,
+# pause; PEND-05), about 13.7 min by default.
 # Default health checks: the restarted GCS health-checks every raylet at once, and a raylet
 # starved for 3 s on a loaded host failed 1 s × 3 checks (INV-02 at teardown, not a GCS-03
 # outcome). A zero-CPU head: the head's raylet is replaced when the head restarts, so nothing

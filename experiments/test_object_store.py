@@ -87,12 +87,14 @@ def spilling_flag(result: dict[str, Any]) -> Any:
 @pytest.mark.xfail(
     strict=True,
     raises=SpilledDespiteEnvKnob,
-    reason="FINDING: (2.60 x2, 2.59) RAY_automatic_object_spilling_enabled=0, the runbooks' "
-    "switch, does not turn spilling off: it is in the raylet's /proc environ, yet all 30 x 10 MiB "
-    "puts into the 100 MiB store succeed and 240-260 MiB are spilled. The head's node.py "
-    "(validate_external_storage) reads the flag only from the system config, finds it unset, "
-    "and writes automatic_object_spilling_enabled=true into it (the gcs_server's --config_list "
-    "shows it); RayConfig::initialize applies that system config over the RAY_* environment, "
+    reason="FINDING: (2.60.0, 3 runs in docs/evidence/data/store.json; no 2.59.0 run there) "
+    "RAY_automatic_object_spilling_enabled=0, the runbooks' switch, does not turn spilling off: "
+    "it is in the raylet's /proc environ, yet all 30 x 10 MiB puts into the 100 MiB store "
+    "succeed and 250-260 MiB are spilled. The head's Node.validate_external_storage (node.py of "
+    "the 2.60.0 wheel, line 2172) reads the flag only from the system config, finds it unset, "
+    "and sets automatic_object_spilling_enabled=True in it; Node.start_gcs_server passes that "
+    "config to the gcs_server's --config_list, which shows it. RayConfig::initialize applies "
+    "that system config over the RAY_* environment, "
     "and LocalObjectManager spills whenever object_spilling_config is set (node.py always sets "
     "one, the session dir) and the flag is true. No ObjectStoreFullError.",
 )
@@ -129,7 +131,8 @@ def test_store_full_with_the_spilling_env_knob_off_raises_object_store_full(
 @pytest.mark.xfail(
     strict=True,
     raises=FallbackAllocatedInsteadOfStoreFull,
-    reason="FINDING: (2.60 x2) with spilling off the way Ray reads it (system config "
+    reason="FINDING: (2.60.0, 3 runs in docs/evidence/data/store.json) with spilling off "
+    "the way Ray reads it (system config "
     "automatic_object_spilling_enabled=false, `ray start --head --system-config`, false in the "
     "gcs_server's --config_list), nothing is spilled and all 30 x 10 MiB puts into the 100 MiB "
     "store succeed and read back: 'Plasma filesystem mmap usage: 210 MiB'. Once a create has "
@@ -177,7 +180,8 @@ def test_store_full_with_spilling_off_raises_object_store_full(experiment: Exper
 @pytest.mark.xfail(
     strict=True,
     raises=OutOfDiskInsteadOfStoreFull,
-    reason="FINDING: (2.60 x2) where fallback allocation runs out there is still no "
+    reason="FINDING: (2.60.0, 3 runs in docs/evidence/data/store.json) where fallback "
+    "allocation runs out there is still no "
     "ObjectStoreFullError: spilling off (system config), plasma's fallback directory (the spill "
     "directory, --object-spilling-directory) a 60 MiB tmpfs, 40 MiB puts: two fit the 100 MiB "
     "store, the third is fallback-allocated (40 MiB mmap), and for the fourth the raylet logs "
