@@ -1,7 +1,10 @@
 """One exception root for everything raychaos raises (docker-py's shape).
 
 A harness or Docker problem is a :class:`ChaosError` (Allure: *broken*); an outcome that
-contradicts Ray's documentation is a plain ``AssertionError`` (Allure: *failed*). Messages
+contradicts Ray's documentation is a :class:`CheckFailed`, a ``ChaosError`` that is also an
+``AssertionError`` (Allure: *failed*); evidence too thin to judge is inconclusive
+(:class:`FaultNotObserved`, :class:`ObserverGap`: *broken*). Verdicts are raised, never
+``assert``-ed: ``python -O`` strips asserts, and a check must not pass by vanishing. Messages
 say what was expected, what was seen and what to try.
 """
 
@@ -15,6 +18,15 @@ class ChaosError(Exception):
         self.message = message
         self.hint = hint
         super().__init__(f"{message} — {hint}" if hint else message)
+
+
+class CheckFailed(ChaosError, AssertionError):
+    """What was seen contradicts what a check expects: a verdict, not a harness problem.
+
+    An ``AssertionError`` so pytest and Allure call it *failed*, a strict xfail's
+    ``raises=AssertionError`` matches it, and bounded polls (``chaos.waits``, a fault's
+    ``verify``) retry while it is raised.
+    """
 
 
 class SpecError(ChaosError, ValueError):
@@ -60,6 +72,11 @@ class WorkloadTimeout(WorkloadError):
 
 class FaultNotObserved(ChaosError):
     """A fault was injected but its effect could not be verified: the experiment is inconclusive."""
+
+
+class ObserverGap(FaultNotObserved):
+    """The observer did not see the whole window a check judges (no fresh sample, a gap
+    between samples, or the observer gave up): the check is inconclusive, never passed."""
 
 
 class HealError(ChaosError):

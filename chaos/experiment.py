@@ -1,9 +1,9 @@
 """One experiment's kit: cluster, nemesis, observer, history — and the postconditions.
 
 After every experiment (claims INV-01 and INV-02): faults are healed, no node died that the
-experiment did not take down, and once work is done available CPU returns to total with no
-placement-group resources left. The kit also writes the evidence: the history as JSON and the
-timeline picture.
+experiment did not take down (judged on a fresh sample of an observer that saw the experiment
+whole), and once work is done available CPU returns to total with no placement-group resources
+left. The kit also writes the evidence: the history as JSON and the timeline picture.
 """
 
 from __future__ import annotations
@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from chaos.check.bands import node_death_band
-from chaos.errors import ChaosError
+from chaos.errors import ChaosError, CheckFailed, ObserverGap
 from chaos.nemesis.nemesis import Nemesis
+from chaos.observer.gaps import observed, samples
 from chaos.observer.history import Kind, Source
 from chaos.observer.observer import Observer
 from chaos.report.steps import seconds, step
@@ -94,6 +95,23 @@ class Experiment:
             self._check_no_unexpected_death()
 
     def _check_no_unexpected_death(self) -> None:
+        # The observer records transitions only: its latest states are the GCS's only if it
+        # sampled after this check began and saw the experiment without a gap. An outage it
+        # reported (GCS or head down) is no gap here: the GCS keeps dead nodes in its table,
+        # so a node that died then is DEAD in the fresh sample. A death it saw fails the
+        # check whatever else; without one, a gap leaves it inconclusive.
+        self._no_unexpected_death()
+        sampled = samples(self.history)
+        if not sampled:
+            raise ObserverGap("INV-02: the observer never sampled the State API")
+        try:
+            observed(self.history, sampled[0], "INV-02", outages_ok=True)
+        except ObserverGap:
+            self._no_unexpected_death()
+            raise
+        self._no_unexpected_death()
+
+    def _no_unexpected_death(self) -> None:
         ours = {n.node_id for n in self.cluster.ray_nodes()} | {
             i for n in self.cluster.ray_nodes() for i in n.past_node_ids
         }
@@ -103,10 +121,14 @@ class Experiment:
             if state.get("state") == "DEAD" and node_id in ours
         }
         unexpected = {k: v for k, v in dead.items() if k not in self.nemesis.killed_node_ids}
-        assert not unexpected, "INV-02: nodes died that the experiment did not kill: " + ", ".join(
-            f"{self.cluster.node_by_id(k).name} ({v.get('state_message')})"
-            for k, v in unexpected.items()
-        )
+        if unexpected:
+            raise CheckFailed(
+                "INV-02: nodes died that the experiment did not kill: "
+                + ", ".join(
+                    f"{self.cluster.node_by_id(k).name} ({v.get('state_message')})"
+                    for k, v in unexpected.items()
+                )
+            )
 
     def check_resources_settle(self) -> None:
         """INV-01: available CPU back to total, no placement-group resources lingering."""
@@ -130,11 +152,12 @@ class Experiment:
         if not seen:
             raise ChaosError(f"INV-01 check ended without a verdict: {stream.tail(8)}")
         verdict = seen[-1]
-        assert verdict.get("settled"), (
-            f"INV-01: resources did not settle within {self.inv01_timeout:.0f} s: "
-            f"CPU {verdict.get('cpu_available')}/{verdict.get('cpu_total')} available, "
-            f"placement-group resources {verdict.get('placement_group_resources')}"
-        )
+        if not verdict.get("settled"):
+            raise CheckFailed(
+                f"INV-01: resources did not settle within {self.inv01_timeout:.0f} s: "
+                f"CPU {verdict.get('cpu_available')}/{verdict.get('cpu_total')} available, "
+                f"placement-group resources {verdict.get('placement_group_resources')}"
+            )
 
     # -- evidence ---------------------------------------------------------------------------
     def write_evidence(self, directory: Path, test_id: str) -> tuple[Path, Path | None]:

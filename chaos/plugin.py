@@ -26,7 +26,7 @@ import pytest
 
 from chaos import boot_ahead_hooks, engine_hooks, image_hooks, labels, selection, trials
 from chaos.engine_hooks import engine_lines, engine_lost_already
-from chaos.errors import ChaosError
+from chaos.errors import ChaosError, CheckFailed
 from chaos.interrupts import INTERRUPTED, install_handlers
 from chaos.keys import PHASE_REPORTS, RUN_ID_KEY, SETTINGS_KEY, USED_KEY
 from chaos.report.steps import seconds, step
@@ -38,6 +38,7 @@ from chaos.testkit import (
     TEARDOWN_FAILED,
     ClusterFactory,
     attach_config,
+    ran_raychaos,
     say,
     spec_from_marker,
     uses_raychaos,
@@ -172,11 +173,25 @@ def pytest_runtest_makereport(
     """Remember each phase's report so fixture teardown knows whether the test failed.
 
     A harness error (``ChaosError``) stays an error — Allure files it as *broken* — but is shown
-    as one line that says what to do, not a traceback from deep inside docker-py.
+    as one line that says what to do, not a traceback from deep inside docker-py. A
+    ``CheckFailed`` keeps its traceback: it is a verdict, and the line that judged matters.
+
+    pytest applies an xfail's ``raises=`` to every phase, so a postcondition failing at
+    teardown (an ``AssertionError``) after a finding's body would read as that finding again:
+    a raychaos test's teardown failure stays an error.
     """
     report = yield
-    if call.excinfo is not None and isinstance(call.excinfo.value, ChaosError):
-        error = call.excinfo.value
+    error = call.excinfo.value if call.excinfo is not None else None
+    if (
+        report.when == "teardown"
+        and hasattr(report, "wasxfail")
+        and error is not None
+        and not isinstance(error, pytest.xfail.Exception)
+        and ran_raychaos(item)
+    ):
+        del report.wasxfail
+        report.outcome = "failed"
+    if isinstance(error, ChaosError) and not isinstance(error, CheckFailed):
         report.longrepr = f"{type(error).__name__}: {error}"
     item.stash.setdefault(PHASE_REPORTS, {})[report.when] = report
     return report
@@ -398,7 +413,9 @@ def experiment(
     with step(f"wait: the observer's first State API sample (dashboard up) ≤ {seconds(bound)}"):
         if not observer.wait_first_sample(bound):
             observer.stop()
-            pytest.fail("the State API (dashboard) never answered the observer", pytrace=False)
+            why = f": it gave up: {observer.failure}" if observer.failure else ""
+            message = f"the State API (dashboard) never answered the observer{why}"
+            pytest.fail(message, pytrace=False)
     request.node.stash[EXPERIMENT_KEY] = kit
 
     try:

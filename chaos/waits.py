@@ -7,11 +7,13 @@ from collections.abc import Callable
 
 from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_fixed
 
+from chaos.errors import CheckFailed
 from chaos.report.steps import seconds, step
 
 
 def poll(check: Callable[[], None], timeout: float, period: float = 0.25) -> None:
-    """Retry ``check`` (which raises AssertionError until it holds) for at most ``timeout``."""
+    """Retry ``check`` (which raises AssertionError, e.g. :class:`~chaos.errors.CheckFailed`,
+    until it holds) for at most ``timeout``."""
     for attempt in Retrying(
         stop=stop_after_delay(timeout),
         wait=wait_fixed(period),
@@ -32,5 +34,5 @@ def wait_until(check: Callable[[], None], timeout: float, what: str) -> float:
         try:
             poll(check, timeout)
         except AssertionError as exc:
-            raise AssertionError(f"{what}: not within {timeout:.0f} s: {exc}") from None
+            raise CheckFailed(f"{what}: not within {timeout:.0f} s: {exc}") from None
     return time.monotonic() - started

@@ -11,6 +11,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from chaos.check.windows import WithHistory, node_dead_event, since
+from chaos.errors import CheckFailed, ObserverGap
+from chaos.observer.gaps import observed
 from chaos.observer.history import Kind, Source
 from chaos.report.steps import step
 from chaos.waits import wait_until
@@ -35,15 +37,25 @@ def await_dead(experiment: Experiment, fault: Fault, node_id: str, label: str) -
     with :func:`dead_in_band` and the workload's own ``ray.nodes()`` poll (every 0.1 s).
     """
     band = experiment.node_death_band()
+    observer = experiment.observer
 
     def dead() -> None:
-        state = experiment.observer.latest_nodes().get(node_id, {})
-        assert state.get("state") == "DEAD", f"{label}: node is {state.get('state')}"
+        if observer.failure is not None:  # not an AssertionError: the wait ends here
+            raise ObserverGap(f"{label}: the observer gave up: {observer.failure}")
+        state = observer.latest_nodes().get(node_id, {})
+        if state.get("state") != "DEAD":
+            raise CheckFailed(f"{label}: node is {state.get('state')}")
 
     with step(f"check: {label}: the GCS declares node {node_id[:8]} DEAD (State API)"):
-        wait_until(dead, band.high + 30, f"{label}: node {node_id[:8]} DEAD")
+        try:
+            wait_until(dead, band.high + 30, f"{label}: node {node_id[:8]} DEAD")
+        except AssertionError:
+            # Never seen DEAD is a verdict only if the observer was looking all along.
+            observed(experiment.history, fault.injected_at, label)
+            raise
         seen = node_dead_event(experiment.history, node_id, after=fault.injected_at)
-        assert seen is not None, f"{label}: the observer never recorded {node_id[:8]} DEAD"
+        if seen is None:
+            raise CheckFailed(f"{label}: the observer never recorded {node_id[:8]} DEAD")
         window = round(seen.t - fault.injected_at, 2)
         experiment.measure(f"{label} → node DEAD, observer (s)", window)
     return window
@@ -62,25 +74,48 @@ def dead_in_band(
             band=band,
             start=fault.injected_at,
         )
-        assert window in band, f"{label}: node DEAD {window} s after the strike, outside {band}"
+        if window not in band:
+            raise CheckFailed(f"{label}: node DEAD {window} s after the strike, outside {band}")
     return float(window)
 
 
-def stays_dead(experiment: WithHistory, node_id: str, since_t: float, label: str) -> list[Any]:
+def stays_dead(
+    experiment: WithHistory,
+    node_id: str,
+    since_t: float,
+    label: str,
+    *,
+    until: float | None = None,
+) -> list[Any]:
     """Assert the observer saw ``node_id`` DEAD after ``since_t`` and never ALIVE after that.
 
     ALIVE before DEAD is detection time (and an observer whose first answer from the State API
     came late records every node ALIVE then: CI saw that 0.01 s after a cut); ALIVE after DEAD
-    would be a comeback. Returns the states seen, oldest first.
+    would be a comeback. "Never ALIVE" holds only for what the observer saw: up to a sample
+    taken at or after ``until`` (default: now, waited for), without a gap from ``since_t``
+    (:func:`~chaos.observer.gaps.observed`). A gap makes it inconclusive
+    (:class:`~chaos.errors.ObserverGap`) unless a comeback was seen anyway. Returns the states
+    seen, oldest first.
     """
-    with step(f"check: {label}: node {node_id[:8]} stays DEAD"):
+
+    def seen() -> list[Any]:
         states = [
             e.get("state")
             for e in experiment.history.events(Kind.NODE_STATE, source=Source.OBSERVER)
             if e.get("node_id") == node_id and e.t > since_t
         ]
-        assert "DEAD" in states, f"{label}: the observer never saw {node_id[:8]} DEAD: {states}"
-        assert "ALIVE" not in states[states.index("DEAD") :], (
-            f"{label}: {node_id[:8]} went {states}"
-        )
+        if "DEAD" in states and "ALIVE" in states[states.index("DEAD") :]:
+            raise CheckFailed(f"{label}: {node_id[:8]} went {states}")
+        return states
+
+    with step(f"check: {label}: node {node_id[:8]} stays DEAD"):
+        seen()  # a comeback already seen fails at once, whatever the observer missed
+        try:
+            observed(experiment.history, since_t, label, until=until)
+        except ObserverGap:
+            seen()
+            raise
+        states = seen()
+        if "DEAD" not in states:
+            raise CheckFailed(f"{label}: the observer never saw {node_id[:8]} DEAD: {states}")
     return states

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from chaos.cluster.plan import RAY_LOGS
-from chaos.errors import ChaosError
+from chaos.errors import ChaosError, CheckFailed
 from chaos.report.steps import step
 
 if TYPE_CHECKING:
@@ -50,5 +50,6 @@ def first_logged(
 def logged_at(cluster: Cluster, node: str, needle: str, log: str = "raylet.out") -> float:
     """Wall-clock time of the first line of ``log`` on ``node`` that contains ``needle``."""
     seen = first_logged(cluster, node, [needle], log)
-    assert needle in seen, f"{node}:{log} has no {needle!r} line"
+    if needle not in seen:
+        raise CheckFailed(f"{node}:{log} has no {needle!r} line")
     return seen[needle]

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from chaos.check.windows import WithHistory
+from chaos.errors import CheckFailed
 from chaos.observer.history import Kind, Source
 
 
@@ -19,9 +20,11 @@ def attempts(rows: list[dict[str, Any]]) -> list[list[Any]]:
 
 def death_cause(row: dict[str, Any] | None) -> dict[str, Any]:
     """``death_cause.actor_died_error_context`` of a State API actor row."""
-    assert row is not None, "the State API has no row for the actor"
+    if row is None:
+        raise CheckFailed("the State API has no row for the actor")
     cause = row.get("death_cause") or {}
-    assert isinstance(cause, dict), f"unexpected death_cause {cause!r}"
+    if not isinstance(cause, dict):
+        raise CheckFailed(f"unexpected death_cause {cause!r}")
     return dict(cause.get("actor_died_error_context") or {})
 
 

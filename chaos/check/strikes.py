@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeAlias
 
+from chaos.errors import CheckFailed
 from chaos.nemesis import Fault, Nemesis
 from chaos.observer.history import Event
 from chaos.report.steps import step
@@ -28,14 +29,16 @@ Strike: TypeAlias = Callable[[Nemesis, Event], Fault]
 def victim_node(event: Event) -> str:
     """The node a workload event names as the victim (``node_name``)."""
     name = event.get("node_name")
-    assert name, f"the workload's {event.kind} event names no node: {event.fields}"
+    if not name:
+        raise CheckFailed(f"the workload's {event.kind} event names no node: {event.fields}")
     return str(name)
 
 
 def victim_pid(event: Event) -> int:
     """The process a workload event names as the victim (``pid``, on ``node_name``)."""
     pid = event.get("pid")
-    assert pid is not None, f"the workload's {event.kind} event names no pid: {event.fields}"
+    if pid is None:
+        raise CheckFailed(f"the workload's {event.kind} event names no pid: {event.fields}")
     return int(pid)
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
+from chaos.errors import CheckFailed
 from chaos.observer.history import Event, History, Kind, Source
 
 if TYPE_CHECKING:
@@ -42,7 +43,8 @@ def injected(history: History, fault: str, target: str | None = None) -> Event:
 
 def since(fault: Fault, t: float | None) -> float:
     """Seconds from the strike to the wall-clock time ``t`` a workload reported."""
-    assert t is not None, "the workload did not report the time"
+    if t is None:
+        raise CheckFailed("the workload did not report the time")
     return round(float(t) - fault.injected_at, 2)
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from chaos.errors import CheckFailed
 from chaos.nemesis.base import Fault, run
 from chaos.nemesis.process import assert_gone, pids
 from chaos.observer.history import Kind, Source
@@ -55,7 +56,8 @@ class KillNode(_NodeDown):
 
     def verify(self, cluster: Cluster) -> None:
         state = cluster.backend.state(self.node)
-        assert state == "exited", f"{self.node}'s host is {state}"
+        if state != "exited":
+            raise CheckFailed(f"{self.node}'s host is {state}")
 
 
 @dataclass(eq=False)
@@ -115,7 +117,8 @@ class RestartNode(Fault):
         node = cluster.node(self.node)
         if node.role != "redis":
             cluster.wait_ready(self.timeout or cluster.spec.boot_timeout_s, nodes=[node])
-            assert node.node_id, f"{self.node} has no node id after its restart"
+            if not node.node_id:
+                raise CheckFailed(f"{self.node} has no node id after its restart")
         cluster.history.record(
             Source.NEMESIS,
             Kind.NODE_BACK,
@@ -141,14 +144,15 @@ class PauseNode(Fault):
 
     def verify(self, cluster: Cluster) -> None:
         state = cluster.backend.state(self.node)
-        assert state == "paused", f"{self.node}'s host is {state}"
+        if state != "paused":
+            raise CheckFailed(f"{self.node}'s host is {state}")
 
     def undo(self, cluster: Cluster) -> None:
         if cluster.backend.state(self.node) == "paused":
             cluster.backend.unpause(self.node)
 
         def unpaused() -> None:
-            state = cluster.backend.state(self.node)
-            assert state != "paused", f"{self.node}'s host is still paused"
+            if cluster.backend.state(self.node) == "paused":
+                raise CheckFailed(f"{self.node}'s host is still paused")
 
         poll(unpaused, self.verify_timeout_s)

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from chaos.errors import ChaosError
+from chaos.errors import ChaosError, CheckFailed
 from chaos.nemesis.base import Fault, host_up, run, sh
 from chaos.waits import poll
 
@@ -55,7 +55,8 @@ def remove_chain(cluster: Cluster, node: str, chain: str) -> None:
     sh(cluster, node, f"{unhook} {drop}")
     rules = run(cluster, node, ["iptables", "-S"]).splitlines()
     left = [line for line in rules if chain in line.split()]  # RAYCHAOS-1 is not RAYCHAOS-10
-    assert not left, f"{chain} still in {node}: {left}"
+    if left:
+        raise CheckFailed(f"{chain} still in {node}: {left}")
 
 
 def connects(cluster: Cluster, src: str, dst: str) -> bool | None:
@@ -127,14 +128,15 @@ class Partition(Fault):
 
     def verify(self, cluster: Cluster) -> None:
         tested = self._probe(cluster, blocked=True)
-        assert tested, "no node on either side listens on a port: the cut cannot be seen"
+        if not tested:
+            raise CheckFailed("no node on either side listens on a port: the cut cannot be seen")
 
     def undo(self, cluster: Cluster) -> None:
         errors = []
         for name in self._peers(cluster):
             try:
                 remove_chain(cluster, name, self.chain)
-            except (AssertionError, ChaosError) as exc:  # the other nodes are still healed
+            except ChaosError as exc:  # the other nodes are still healed
                 errors.append(str(exc))
         if errors:
             raise ChaosError("; ".join(errors))
@@ -159,10 +161,11 @@ class Partition(Fault):
                     if reachable is None:
                         continue
                     tested += 1
-                    assert reachable is not blocked, (
-                        f"{src} → {dst}: traffic "
-                        f"{'still flows' if blocked else 'still blocked after heal'}"
-                    )
+                    if reachable is blocked:
+                        raise CheckFailed(
+                            f"{src} → {dst}: traffic "
+                            f"{'still flows' if blocked else 'still blocked after heal'}"
+                        )
         return tested
 
 
@@ -243,10 +246,12 @@ class Degrade(Fault):
     def verify(self, cluster: Cluster) -> None:
         if self.netem:
             shown = run(cluster, self.node, ["tc", "qdisc", "show", "dev", "eth0"])
-            assert "netem" in shown, f"no netem qdisc on {self.node}: {shown!r}"
+            if "netem" not in shown:
+                raise CheckFailed(f"no netem qdisc on {self.node}: {shown!r}")
         else:
             shown = run(cluster, self.node, ["iptables", "-S", self.chain])
-            assert "statistic" in shown, f"no loss rule on {self.node}: {shown!r}"
+            if "statistic" not in shown:
+                raise CheckFailed(f"no loss rule on {self.node}: {shown!r}")
 
     def undo(self, cluster: Cluster) -> None:
         if not self.netem:
@@ -257,4 +262,5 @@ class Degrade(Fault):
         if "netem" in run(cluster, self.node, ["tc", "qdisc", "show", "dev", "eth0"]):
             run(cluster, self.node, ["tc", "qdisc", "del", "dev", "eth0", "root"])
         shown = run(cluster, self.node, ["tc", "qdisc", "show", "dev", "eth0"])
-        assert "netem" not in shown, f"netem still on {self.node}: {shown.strip()}"
+        if "netem" in shown:
+            raise CheckFailed(f"netem still on {self.node}: {shown.strip()}")

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from chaos.errors import FaultNotObserved
+from chaos.errors import CheckFailed, FaultNotObserved
 from chaos.nemesis.base import Fault, run, sh
 
 if TYPE_CHECKING:
@@ -41,10 +41,12 @@ def only_pid(cluster: Cluster, node: str, process: str) -> int:
 
 
 def assert_gone(cluster: Cluster, node: str, pid: int) -> None:
-    """AssertionError while ``pid`` runs in ``node`` (a zombie counts as gone)."""
+    """:class:`~chaos.errors.CheckFailed` while ``pid`` runs in ``node`` (a zombie counts as
+    gone)."""
     stat = sh(cluster, node, f"cat /proc/{int(pid)}/stat 2>/dev/null || echo gone", timeout=15)
     fields = stat.rsplit(")", 1)[-1].split()
-    assert fields in ([], ["gone"]) or fields[0] in {"Z", "X"}, f"PID {pid} still runs in {node}"
+    if not (fields in ([], ["gone"]) or fields[0] in {"Z", "X"}):
+        raise CheckFailed(f"PID {pid} still runs in {node}")
 
 
 @dataclass(eq=False)

@@ -13,7 +13,7 @@ import shlex
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from chaos.errors import ChaosError
+from chaos.errors import ChaosError, CheckFailed
 from chaos.nemesis.base import Fault, host_up, run, sh
 from chaos.nemesis.process import assert_gone
 from chaos.waits import poll
@@ -62,14 +62,18 @@ class MemoryPressure(Fault):
 
     def verify(self, cluster: Cluster) -> None:
         holder = self.holder
-        assert holder is not None, "the allocator never started"
-        assert holder.running, f"the allocator ended: {holder.tail(3)}"
-        assert holder.pid is not None, "the allocator has not reported its PID yet"
+        if holder is None:
+            raise CheckFailed("the allocator never started")
+        if not holder.running:
+            raise CheckFailed(f"the allocator ended: {holder.tail(3)}")
+        if holder.pid is None:
+            raise CheckFailed("the allocator has not reported its PID yet")
         status = sh(cluster, self.node, f"cat /proc/{holder.pid}/status 2>/dev/null || true")
         rss = sum(
             int(line.split()[1]) * 1024 for line in status.splitlines() if line.startswith("VmRSS:")
         )
-        assert rss >= 0.9 * self.nbytes, f"resident {rss} of {self.nbytes} bytes"
+        if rss < 0.9 * self.nbytes:
+            raise CheckFailed(f"resident {rss} of {self.nbytes} bytes")
 
     def undo(self, cluster: Cluster) -> None:
         holder = self.holder
@@ -80,7 +84,8 @@ class MemoryPressure(Fault):
         if pid is None:
 
             def ended() -> None:
-                assert not holder.running, "the allocator still runs"
+                if holder.running:
+                    raise CheckFailed("the allocator still runs")
 
             poll(ended, self.verify_timeout_s)
         else:
@@ -144,11 +149,13 @@ class FillDisk(Fault):
 
     def verify(self, cluster: Cluster) -> None:
         size, used = self._sizes(cluster)
-        assert used >= size * self.fraction * 0.99, f"{self.path} is {used / size:.0%} full"
+        if used < size * self.fraction * 0.99:
+            raise CheckFailed(f"{self.path} is {used / size:.0%} full")
 
     def undo(self, cluster: Cluster) -> None:
         if not self.file or not host_up(cluster, self.node):
             return  # never struck, or the tmpfs went with its host
         run(cluster, self.node, ["rm", "-f", self.file])
         left = sh(cluster, self.node, f"test -e {shlex.quote(self.file)} && echo left || true")
-        assert "left" not in left, f"{self.file} is still in {self.node}"
+        if "left" in left:
+            raise CheckFailed(f"{self.file} is still in {self.node}")

@@ -59,6 +59,12 @@ class Kind(StrEnum):
     OBSERVABLE = "observable"
     OBSERVER_STARTED = "observer_started"
     OBSERVER_TIMEOUT = "observer_timeout"
+    #: A State API sample answered (a heartbeat: at most one per few sampling periods).
+    SAMPLED = "sampled"
+    #: The observer's agent ended or could not start; the supervisor starts it again.
+    OBSERVER_LOST = "observer_lost"
+    #: The supervisor gave up: every check that reads the observer is inconclusive.
+    OBSERVER_FAILED = "observer_failed"
     # checker
     MEASUREMENT = "measurement"
     # agent protocol (raychaos_agent): how a workload or probe ends

@@ -18,6 +18,12 @@
   failed with no message at all, which no category can match. Its result gets pytest's line
   as its message (through allure-commons' ``report_result`` hook, before the file is
   written), so Allure files it under "Finding no longer reproduces", never as a failure.
+* A recorded finding (:func:`chaos.report.labels.finding_of`: the exception a strict
+  ``FINDING:`` xfail names in ``raises=``) gets the ``raychaos.finding`` label, which is what
+  coverage counts. If the teardown then fails (INV-01 or INV-02 after the finding, a heal),
+  the result becomes that failure: allure-pytest lets a teardown failure override only a
+  passed result, so it would stay "skipped: XFAIL FINDING" and count the finding and the
+  postconditions as accounted for.
 * Run-level files (``categories.json``, ``executor.json``, ``environment.properties``),
   written by the controller (or the single process) at session finish.
 
@@ -47,8 +53,9 @@ import pytest
 
 from chaos.keys import SETTINGS_KEY
 from chaos.report import identity
+from chaos.report.claims import FINDING_LABEL
 from chaos.report.crash import crash_result, item_facts
-from chaos.report.labels import label_running_test, ran_raychaos, uses_raychaos
+from chaos.report.labels import finding_of, label_running_test, ran_raychaos, uses_raychaos
 from chaos.report.runfiles import RunInfo, raychaos_versions, write_atomic, write_run_files
 from chaos.testkit import version_of
 
@@ -80,21 +87,37 @@ class _State:
     manifests_read: bool = False
     #: Controller: warnings of session finish, shown in the terminal summary.
     notes: list[str] = field(default_factory=list)
-    #: Gives strict-xpass results their message (registered with allure-commons).
-    xpass: _StrictXpass | None = None
+    #: Fixes results before they are written (registered with allure-commons).
+    fixes: _ResultFixes | None = None
 
 
-class _StrictXpass:
-    """An allure-commons plugin: the message of a strict xfail that passed, set on its result
-    before allure-pytest's file logger writes it (``tryfirst``)."""
+@dataclass
+class _Finding:
+    """A test that raised its recorded finding: the exception's class, and what its teardown
+    then raised as Allure would say it (status, message, trace), if it failed."""
+
+    exception: str
+    teardown: tuple[str, str, str] | None = None
+
+
+class _ResultFixes:
+    """An allure-commons plugin: what raychaos sets on a result before allure-pytest's file
+    logger writes it (``tryfirst``): a strict xpass's message, a finding's label, and the
+    teardown failure that voids a finding."""
 
     def __init__(self) -> None:
         #: fullName → pytest's "[XPASS(strict)] …" line, for the test that just ran.
         self.pending: dict[str, str] = {}
+        #: fullName → the recorded finding the test that just ran raised.
+        self.findings: dict[str, _Finding] = {}
 
     @allure_commons.hookimpl(tryfirst=True)
     def report_result(self, result: Any) -> None:
-        message = self.pending.pop(str(getattr(result, "fullName", "")), None)
+        name = str(getattr(result, "fullName", ""))
+        finding = self.findings.pop(name, None)
+        if finding is not None:
+            _mark_finding(result, finding)
+        message = self.pending.pop(name, None)
         if message is None or getattr(result, "status", None) != "failed":
             return
         if getattr(result, "statusDetails", None):
@@ -106,10 +129,26 @@ class _StrictXpass:
         )
 
 
-def _register_xpass(state: _State) -> None:
-    xpass = _StrictXpass()
-    allure_commons.plugin_manager.register(xpass)
-    state.xpass = xpass
+def _mark_finding(result: Any, finding: _Finding) -> None:
+    from allure_commons.model2 import Label, StatusDetails
+
+    result.labels.append(Label(name=FINDING_LABEL, value=finding.exception))
+    if finding.teardown is None or getattr(result, "status", None) != "skipped":
+        return
+    status, message, trace = finding.teardown
+    was = getattr(getattr(result, "statusDetails", None), "message", None) or "a finding"
+    result.status = status
+    result.statusDetails = StatusDetails(
+        message=f"{message}\n\nAfter the body's recorded finding ({was.splitlines()[0]}): "
+        "a teardown that fails voids it, and the postconditions it checks.",
+        trace=trace,
+    )
+
+
+def _register_fixes(state: _State) -> None:
+    fixes = _ResultFixes()
+    allure_commons.plugin_manager.register(fixes)
+    state.fixes = fixes
 
 
 STATE = pytest.StashKey[_State]()
@@ -156,7 +195,7 @@ def pytest_configure(config: pytest.Config) -> None:
     state = _state(config)
     if state is not None:
         with _guard(config, "register the strict-xpass message"):
-            _register_xpass(state)
+            _register_fixes(state)
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -194,13 +233,15 @@ def pytest_runtest_setup(item: pytest.Item) -> Generator[None, None, None]:
 def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
-    """Note a raychaos test's strict xfail that passed, for :class:`_StrictXpass`."""
+    """Note a raychaos test's strict xfail that passed, its recorded finding, and a teardown
+    failure after that finding, for :class:`_ResultFixes`."""
     report = yield
     state = _state(item.config)
+    if state is None or state.fixes is None:
+        return report
+    fixes = state.fixes
     if (
-        state is not None
-        and state.xpass is not None
-        and report.when == "call"
+        report.when == "call"
         and report.failed
         and call.excinfo is None
         and isinstance(report.longrepr, str)
@@ -208,7 +249,23 @@ def pytest_runtest_makereport(
     ):
         with _guard(item.config, f"note the strict xpass of {item.nodeid}"):
             if ran_raychaos(item):
-                state.xpass.pending[identity.full_name(item)] = report.longrepr.strip()
+                fixes.pending[identity.full_name(item)] = report.longrepr.strip()
+    elif report.when == "call" and report.skipped and call.excinfo is not None:
+        with _guard(item.config, f"note the finding of {item.nodeid}"):
+            found = finding_of(item, call.excinfo.value) if hasattr(report, "wasxfail") else None
+            if found is not None and ran_raychaos(item):
+                fixes.findings[identity.full_name(item)] = _Finding(found)
+    elif report.when == "teardown" and call.excinfo is not None:
+        with _guard(item.config, f"note the teardown failure of {item.nodeid}"):
+            finding = fixes.findings.get(identity.full_name(item))
+            if finding is not None:
+                error = call.excinfo.value
+                failed = isinstance(error, AssertionError | pytest.fail.Exception)
+                finding.teardown = (
+                    "failed" if failed else "broken",
+                    call.excinfo.exconly(),
+                    report.longreprtext,
+                )
     return report
 
 
@@ -331,9 +388,9 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
 def pytest_unconfigure(config: pytest.Config) -> None:
     state = config.stash.get(STATE, None)
     if state is not None:
-        if state.xpass is not None:
+        if state.fixes is not None:
             with _guard(config, "unregister the strict-xpass message"):
-                allure_commons.plugin_manager.unregister(state.xpass)
+                allure_commons.plugin_manager.unregister(state.fixes)
         for note in state.notes:  # no terminal summary (-p no:terminal)
             _say(config, note)
         if state.manifest_dir is not None:

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from chaos.errors import ChaosError, FaultNotObserved
+from chaos.errors import ChaosError, CheckFailed, FaultNotObserved
 
 
 @dataclass(frozen=True)
@@ -39,13 +39,15 @@ def _subclasses(root: type[BaseException]) -> list[type[BaseException]]:
     return found
 
 
+def _names(root: type[BaseException]) -> list[str]:
+    return sorted({root.__name__} | {c.__name__ for c in _subclasses(root)})
+
+
 def _harness_names() -> list[str]:
     # Derived from the hierarchy so a new ChaosError subclass is categorised without an edit.
-    inconclusive = {FaultNotObserved, *_subclasses(FaultNotObserved)}
-    return sorted(
-        {ChaosError.__name__}
-        | {c.__name__ for c in _subclasses(ChaosError) if c not in inconclusive}
-    )
+    # A CheckFailed is a verdict on Ray, an inconclusive one says nothing: neither is harness.
+    apart = {*_names(FaultNotObserved), *_names(CheckFailed)}
+    return sorted(n for n in _names(ChaosError) if n not in apart)
 
 
 #: A recorded finding: an xfail whose reason starts with FINDING: (allure-pytest: skipped,
@@ -88,7 +90,7 @@ CATEGORIES: tuple[Category, ...] = (
         "Fault not observed / inconclusive",
         "The fault was injected but its effect could not be verified: nothing was tested.",
         ("broken", "failed"),
-        r"(?s).*\bFaultNotObserved\b.*",
+        r"(?s).*\b(?:" + "|".join(_names(FaultNotObserved)) + r")\b.*",
     ),
     Category(
         "Harness or Docker error",
@@ -107,7 +109,7 @@ CATEGORIES: tuple[Category, ...] = (
         "Ray behaviour contradicts its docs",
         "An assertion about documented Ray behaviour failed.",
         ("failed",),
-        r"(?s).*AssertionError.*",
+        r"(?s).*(?:AssertionError|\b(?:" + "|".join(_names(CheckFailed)) + r")\b).*",
     ),
     Category(
         "Unexpected exception (harness bug)",

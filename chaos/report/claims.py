@@ -18,6 +18,15 @@ EPIC = "Ray fault tolerance"
 #: The excluded Allure parameter that marks a result as raychaos's and names its Ray release
 #: (the test id's ``ray_version`` parameter may belong to anyone's parametrisation).
 PARAMETER = "raychaos.ray_version"
+#: The Allure label of a recorded finding: the class of the exception a test's strict xfail
+#: names in ``raises=``, written by :mod:`chaos.report.allure` only when the test raised it.
+#: Coverage counts a finding from this label, never from a message (a ``pytest.skip`` or an
+#: imperative ``pytest.xfail`` saying "FINDING:" is not one).
+FINDING_LABEL = "raychaos.finding"
+#: Marks results written by a raychaos that labels its findings; results without it (an older
+#: raychaos) are read by their xfail message, ``XFAIL FINDING: …``.
+SCHEMA_LABEL = "raychaos.schema"
+SCHEMA = "2"
 #: Allure's severities, worst first: a test's severity is the worst of its claims' families.
 SEVERITIES = ("blocker", "critical", "normal", "minor", "trivial")
 

@@ -173,9 +173,7 @@ def pick_sides(
     version is given (older = base). The same directory twice needs two versions.
     """
     base_results = load_raychaos(base_dir)
-    same = candidate_dir is None or candidate_dir.resolve() == base_dir.resolve()
-    if not same:
-        assert candidate_dir is not None
+    if candidate_dir is not None and candidate_dir.resolve() != base_dir.resolve():
         candidate_results = load_raychaos(candidate_dir)
         return (
             _side(base_results, _only_release(base_results, base_version, "--base-version")),

@@ -5,13 +5,18 @@ claim was verified. One verdict per result (:func:`verdict_of`), the worst per c
 (:data:`VERDICT_ORDER`); :mod:`chaos.report.compare` reads the same cells.
 
 A claim is *accounted for* on a release when it was verified (its tests passed) or when the
-gap to Ray's docs is a recorded finding (a strict xfail whose reason starts with FINDING:);
-``strict`` accepts verified only. A skip verifies nothing, and a strict xfail that passed
-(the finding no longer reproduces) failed the run until its marker is updated.
+gap to Ray's docs is a recorded finding: the test raised the exception its strict ``FINDING:``
+xfail names in ``raises=``, as the ``raychaos.finding`` label records (results of an older
+raychaos, without labels: an ``XFAIL FINDING:`` message). A ``pytest.skip("FINDING: …")`` or
+an imperative ``pytest.xfail`` is a skip. ``strict`` accepts verified only. A skip verifies
+nothing, and a strict xfail that passed (the finding no longer reproduces) failed the run
+until its marker is updated.
 
 A result judges only what it evaluated (:func:`verdict_for`): the postconditions INV-01 and
 INV-02 run at teardown after a body that did not fail, so a failed body leaves them *not
-judged* for that test, and a postcondition that failed leaves the body's claims passed.
+judged* for that test, and a postcondition that failed leaves the body's claims passed — or,
+after a body that raised its finding, broken: a finding is not accounted for by a run whose
+postconditions failed.
 """
 
 from __future__ import annotations
@@ -93,7 +98,10 @@ def verdict_for(claim: str, test: TestResult) -> str:
     """
     verdict = verdict_of(test)
     if claim not in POSTCONDITIONS:
-        return PASSED if postconditions_failed(test) else verdict
+        if postconditions_failed(test):
+            # The body held; a body that raised its finding did, but in a run that broke.
+            return BROKEN if test.finding else PASSED
+        return verdict
     if verdict in (FINDING, XPASS):
         return PASSED
     if verdict not in (FAILED, BROKEN):

@@ -14,7 +14,14 @@ from dataclasses import dataclass
 import pytest
 
 from chaos.report.catalogue import load_catalogue
-from chaos.report.claims import PARAMETER, claim_labels, claim_links, claim_title
+from chaos.report.claims import (
+    PARAMETER,
+    SCHEMA,
+    SCHEMA_LABEL,
+    claim_labels,
+    claim_links,
+    claim_title,
+)
 from chaos.testkit import engine_of, ran_raychaos, uses_raychaos
 
 __all__ = ["ran_raychaos", "uses_raychaos"]
@@ -60,7 +67,7 @@ def title_of(item: pytest.Item, claims: Sequence[str]) -> str | None:
 class ItemLabels:
     """What a raychaos test carries in Allure beyond what allure-pytest gives every test."""
 
-    #: (name, value) labels: epic, features, severity, story, claims, and the engine.
+    #: (name, value) labels: epic, features, severity, story, claims, the engine, the schema.
     labels: tuple[tuple[str, str], ...]
     #: (url, name) documentation links.
     links: tuple[tuple[str, str], ...]
@@ -82,7 +89,11 @@ def labels_of(item: pytest.Item, ray_version: str) -> ItemLabels:
     """
     claims = claims_of(item)
     return ItemLabels(
-        labels=(*claim_labels(claims, stories_of(item, claims)), (ENGINE_LABEL, engine_of(item))),
+        labels=(
+            *claim_labels(claims, stories_of(item, claims)),
+            (ENGINE_LABEL, engine_of(item)),
+            (SCHEMA_LABEL, SCHEMA),
+        ),
         links=tuple(claim_links(claims)),
         ray_version=ray_version,
         title=title_of(item, claims),
@@ -115,3 +126,34 @@ def label_claims(claims: Sequence[str]) -> None:
     for claim in claims:
         allure.dynamic.label("claim", claim)
         allure.dynamic.tag(claim)
+
+
+def finding_of(item: pytest.Item, error: BaseException) -> str | None:
+    """The class name of ``error`` when it is ``item``'s recorded finding, else None.
+
+    A recorded finding is an exception that a strict xfail whose reason starts with
+    ``FINDING:`` names in ``raises=``: an imperative ``pytest.xfail``, a skip, a non-strict
+    xfail or one without ``raises=`` records nothing. The xfail that applies is the first whose
+    conditions hold (pytest's rule); one with a string condition is not evaluated here, so it
+    records nothing.
+    """
+    for mark in item.iter_markers("xfail"):
+        conditions = (mark.kwargs["condition"],) if "condition" in mark.kwargs else mark.args
+        if any(isinstance(c, str) for c in conditions):
+            return None
+        if conditions and not any(conditions):
+            continue
+        strict = mark.kwargs.get("strict", item.config.getini("xfail_strict"))
+        raises = mark.kwargs.get("raises")
+        reason = str(mark.kwargs.get("reason", ""))
+        if not (strict and raises is not None and reason.startswith("FINDING:")):
+            return None
+        if isinstance(error, pytest.xfail.Exception):
+            return None
+        matched = (
+            isinstance(error, raises)
+            if isinstance(raises, type | tuple)
+            else bool(getattr(raises, "matches", lambda e: False)(error))  # pytest.RaisesExc
+        )
+        return type(error).__name__ if matched else None
+    return None

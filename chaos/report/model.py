@@ -14,12 +14,15 @@ from typing import Any, ClassVar
 
 from chaos.errors import ChaosError
 from chaos.report.categories import FINDING_GONE, NOT_ABOUT_RAY, categorize
-from chaos.report.claims import PARAMETER
+from chaos.report.claims import FINDING_LABEL, PARAMETER, SCHEMA_LABEL
 from chaos.report.properties import parse_properties
 from chaos.trials import trial_of_parameters
 
-#: allure-pytest records an xfail as "skipped" with the message "XFAIL <reason>…".
+#: allure-pytest records an xfail as "skipped" with the message "XFAIL <reason>…" (how a
+#: finding's message reads; whether it is one, only its label says: ``TestResult.finding``).
 FINDING = re.compile(r"^(?:XFAIL )?FINDING:")
+#: The message of a finding in results of a raychaos older than its finding labels.
+OLD_FINDING = re.compile(r"^XFAIL FINDING:")
 #: pytest's report of a strict xfail whose test passed (the test fails).
 XPASS_STRICT = "[XPASS(strict)]"
 #: The effective status of a strict xfail whose test passed: a recorded finding that no longer
@@ -64,13 +67,26 @@ class TestResult:
     checks: tuple[tuple[str, str], ...] = ()
 
     @property
+    def finding(self) -> bool:
+        """The body raised its recorded finding: the exception its strict xfail names in
+        ``raises=`` (the ``raychaos.finding`` label :mod:`chaos.report.allure` writes). Results
+        of an older raychaos, which wrote no such label, are read by their xfail message."""
+        names = {name for name, _ in self.labels}
+        if SCHEMA_LABEL in names:
+            return FINDING_LABEL in names
+        return self.status == "skipped" and OLD_FINDING.match(self.message) is not None
+
+    @property
     def effective_status(self) -> str:
-        """``finding`` for an xfail whose reason starts with FINDING:, ``finding gone`` for a
-        strict xfail that passed, else the Allure status (harness failures: ``broken``)."""
+        """``finding`` for a recorded finding (:attr:`finding`) that stayed one, ``finding
+        gone`` for a strict xfail that passed, else the Allure status (harness failures:
+        ``broken``). A finding whose teardown then failed is that failure, not a finding."""
         if self.strict_xpass:
             return GONE
-        if self.status == "skipped" and FINDING.match(self.message):
-            return "finding"
+        if self.status == "skipped" and self.finding:
+            # An older raychaos left such a result skipped when a postcondition then failed.
+            failed = [status for _, status in self.checks if status != "passed"]
+            return ("failed" if failed[0] == "failed" else "broken") if failed else "finding"
         if self.status == "failed" and self.category in NOT_ABOUT_RAY:
             # The fixtures turn ChaosError into pytest.fail (Allure: failed); on this page
             # "failed" means Ray contradicted its docs, so a harness failure shows as broken.

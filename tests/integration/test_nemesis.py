@@ -9,12 +9,14 @@ import docker
 import pytest
 from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_fixed
 
+from chaos.check.deaths import stays_dead
 from chaos.check.windows import fault_to_node_dead, injected
 from chaos.cluster.cluster import Cluster
 from chaos.errors import ChaosError, FaultNotObserved
 from chaos.experiment import Experiment
 from chaos.nemesis.nemesis import Nemesis
 from chaos.nemesis.network import CHAIN_PREFIX, connects
+from chaos.observer.gaps import Sampling, gaps, samples
 
 FAST = {
     "RAY_health_check_initial_delay_ms": "0",
@@ -45,6 +47,13 @@ def test_kill_node_is_seen_dead_within_the_health_check_band(
     experiment.measure("kill → DEAD (s)", window)
     assert window is not None and window in band, f"{window} s outside {band}"
     assert fault.permanent
+    # The observer's heartbeats: the old id stays DEAD on a fresh sample of a whole window
+    # (INV-02 at teardown judges the same way).
+    sampling = Sampling.of(experiment.history)
+    assert sampling is not None and sampling.heartbeat_s == 4 * experiment.observer.period
+    assert stays_dead(experiment, victim_id, fault.injected_at, "worker-1 killed")[-1] == "DEAD"
+    beats = samples(experiment.history)
+    assert len(beats) >= 5 and not gaps(experiment.history, beats[0], beats[-1], sampling.max_gap_s)
     _, picture = experiment.write_evidence(tmp_path, "kill")
     assert picture is not None and picture.stat().st_size > 10_000
 

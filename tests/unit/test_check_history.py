@@ -18,6 +18,7 @@ from chaos.check import (
     stays_dead,
     unobservable_window,
 )
+from chaos.errors import CheckFailed
 from chaos.nemesis import Fault
 from chaos.observer.history import Event, History, Kind, Source
 
@@ -48,6 +49,15 @@ class Recorded:
 
     def inject(self, t: float, fault: str, target: str) -> Event:
         return self.history.record(Source.NEMESIS, Kind.INJECT, t=t, fault=fault, target=target)
+
+    def sampling(self, start: float, end: float, every: float = 1.0) -> None:
+        """An observer (period 0.25 s) whose samples answered every ``every`` s from ``start``
+        to ``end``: what a check needs to trust its silence."""
+        self.history.record(Source.OBSERVER, Kind.OBSERVER_STARTED, t=start, period=0.25)
+        t = start
+        while t <= end:
+            self.history.record(Source.OBSERVER, Kind.SAMPLED, t=t)
+            t += every
 
 
 # -- fault → node DEAD -------------------------------------------------------------------------
@@ -119,11 +129,13 @@ def test_actor_alive_window_is_the_first_alive_of_that_actor() -> None:
 # -- stays dead --------------------------------------------------------------------------------
 def test_alive_before_dead_is_detection_time_and_passes() -> None:
     seen = Recorded()
+    seen.sampling(99.0, 132.0)
     seen.node(100.5, VICTIM, "ALIVE")
     seen.node(104.0, VICTIM, "DEAD")
     seen.node(130.0, VICTIM, "DEAD")
     seen.node(131.0, BYSTANDER, "ALIVE")
-    assert stays_dead(seen, VICTIM, since_t=100.0, label="cut") == ["ALIVE", "DEAD", "DEAD"]
+    states = stays_dead(seen, VICTIM, since_t=100.0, label="cut", until=131.5)
+    assert states == ["ALIVE", "DEAD", "DEAD"]
 
 
 def test_alive_after_dead_is_a_comeback_and_fails() -> None:
@@ -136,10 +148,11 @@ def test_alive_after_dead_is_a_comeback_and_fails() -> None:
 
 def test_never_seen_dead_fails() -> None:
     seen = Recorded()
+    seen.sampling(99.0, 110.0)
     seen.node(101.0, VICTIM, "ALIVE")
     seen.node(102.0, BYSTANDER, "DEAD")
-    with pytest.raises(AssertionError, match="never saw aaaaaaaa DEAD"):
-        stays_dead(seen, VICTIM, since_t=100.0, label="cut")
+    with pytest.raises(CheckFailed, match="never saw aaaaaaaa DEAD"):
+        stays_dead(seen, VICTIM, since_t=100.0, label="cut", until=109.0)
 
 
 def test_stays_dead_reads_only_the_observer_after_the_given_time() -> None:
@@ -148,7 +161,8 @@ def test_stays_dead_reads_only_the_observer_after_the_given_time() -> None:
     seen.node(95.0, VICTIM, "ALIVE")
     seen.history.record("workload-1", Kind.NODE_STATE, t=105.0, node_id=VICTIM, state="ALIVE")
     seen.node(104.0, VICTIM, "DEAD")
-    assert stays_dead(seen, VICTIM, since_t=100.0, label="cut") == ["DEAD"]
+    seen.sampling(90.0, 110.0)
+    assert stays_dead(seen, VICTIM, since_t=100.0, label="cut", until=109.0) == ["DEAD"]
 
 
 # -- actors and rows ---------------------------------------------------------------------------

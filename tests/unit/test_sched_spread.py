@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from chaos.experiments.test_scheduling import HYBRID, SPREAD_N, check_spread
 
 NODES = ["head", "worker-1", "worker-2"]

@@ -1,11 +1,13 @@
 """Sample node, actor and placement-group state through Ray's State API; report transitions.
 
     python -m raychaos_agent.observe --dashboard http://HEAD:8265 [--period 0.25]
-        [--actors] [--pgs] [--timeout S]
+        [--heartbeat 1.0] [--query-timeout 5] [--actors] [--pgs] [--timeout S]
 
 Runs on the driver node (or the head) and talks to the head's dashboard over the cluster
 network, so it needs no driver connection and survives a dead GCS or head: while the State API
-fails it reports ``unobservable`` and keeps trying.
+fails it reports ``unobservable`` and keeps trying. Transitions alone cannot tell a quiet
+cluster from a stalled observer, so a sample that answered is also reported as ``sampled``, at
+most once per ``--heartbeat`` seconds (the host judges gaps from these: chaos.observer.gaps).
 """
 
 from __future__ import annotations
@@ -54,6 +56,9 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="raychaos_agent.observe")
     parser.add_argument("--dashboard", required=True)
     parser.add_argument("--period", type=float, default=0.25)
+    parser.add_argument("--heartbeat", type=float, default=1.0)
+    # Whole seconds: the dashboard reads the State API's timeout as an int.
+    parser.add_argument("--query-timeout", type=int, default=5)
     parser.add_argument("--actors", action="store_true")
     parser.add_argument("--pgs", action="store_true")
     parser.add_argument("--timeout", type=float, default=0.0, help="0 runs until killed")
@@ -64,7 +69,16 @@ def main(argv: list[str]) -> int:
     known: dict[tuple[str, str], dict[str, Any]] = {}
     observable: bool | None = None
     deadline = time.monotonic() + args.timeout if args.timeout else None
-    emit("observer_started", dashboard=args.dashboard, period=args.period)
+    queries = 1 + int(args.actors) + int(args.pgs)
+    emit(
+        "observer_started",
+        dashboard=args.dashboard,
+        period=args.period,
+        heartbeat=args.heartbeat,
+        queries=queries,
+        query_timeout=args.query_timeout,
+    )
+    last_heartbeat: float | None = None
 
     def track(kind: str, key: str, record: dict[str, Any]) -> None:
         previous = known.get((kind, key))
@@ -78,7 +92,7 @@ def main(argv: list[str]) -> int:
             query = {
                 "address": args.dashboard,
                 "limit": 10000,
-                "timeout": 5,
+                "timeout": args.query_timeout,
                 "raise_on_missing_output": False,
             }
             nodes = [_fields(n, NODE_FIELDS) for n in list_nodes(detail=True, **query)]
@@ -106,6 +120,11 @@ def main(argv: list[str]) -> int:
                 track("actor", str(actor["actor_id"]), actor)
             for pg in pgs:
                 track("pg", str(pg["placement_group_id"]), pg)
+            now = time.monotonic()
+            if last_heartbeat is None or now - last_heartbeat >= args.heartbeat:
+                # After the transitions of this sample: once it arrives, they have too.
+                emit("sampled", took_s=round(now - started, 3), nodes=len(nodes))
+                last_heartbeat = now
         time.sleep(max(0.0, args.period - (time.monotonic() - started)))
     emit("observer_timeout")
     return 0
