@@ -283,25 +283,43 @@ def pytest_command(
     base_image: str | None = None,
 ) -> list[str]:
     """``python -m pytest <suite> --raychaos-ray-version A --raychaos-ray-version B …``."""
+    releases = ["--raychaos-ray-version", from_version, "--raychaos-ray-version", to_version]
+    return suite_command(
+        releases,
+        alluredir,
+        pytest_args,
+        cwd=cwd,
+        base_image=base_image,
+        owned=set(OWNED),
+        hint="give the releases as --from/--to and the results directory as --alluredir",
+    )
+
+
+def suite_command(
+    run_on: list[str],
+    alluredir: Path,
+    pytest_args: Sequence[str],
+    *,
+    cwd: Path,
+    base_image: str | None,
+    owned: set[str],
+    hint: str,
+) -> list[str]:
+    """``python -m pytest <suite> <run_on> … --alluredir DIR <pytest_args>``; the options
+    upgrade-check sets itself (``owned``) are refused in ``pytest_args``."""
     extra = list(pytest_args)
     if extra[:1] == ["--"]:
         extra = extra[1:]
-    owned = sorted({a.split("=", 1)[0] for a in extra} & set(OWNED))
-    if owned:
-        raise ChaosError(
-            f"upgrade-check sets {', '.join(owned)} itself",
-            hint="give the releases as --from/--to and the results directory as --alluredir",
-        )
+    given = sorted({a.split("=", 1)[0] for a in extra} & owned)
+    if given:
+        raise ChaosError(f"upgrade-check sets {', '.join(given)} itself", hint=hint)
     image = ["--raychaos-base-image", base_image] if base_image else []
     return [
         sys.executable,
         "-m",
         "pytest",
         *suite_args(cwd),
-        "--raychaos-ray-version",
-        from_version,
-        "--raychaos-ray-version",
-        to_version,
+        *run_on,
         *image,
         "--alluredir",
         str(alluredir),
@@ -489,24 +507,12 @@ def _side_command(
     cwd: Path,
     base_image: str | None,
 ) -> list[str]:
-    extra = list(pytest_args)
-    if extra[:1] == ["--"]:
-        extra = extra[1:]
-    owned = sorted({a.split("=", 1)[0] for a in extra} & {*OWNED, "--raychaos-image"})
-    if owned:
-        raise ChaosError(
-            f"upgrade-check sets {', '.join(owned)} itself",
-            hint="give the sides as --from/--from-image and --to/--to-image",
-        )
-    image = ["--raychaos-base-image", base_image] if base_image else []
-    return [
-        sys.executable,
-        "-m",
-        "pytest",
-        *suite_args(cwd),
-        *side.pytest_args(),
-        *image,
-        "--alluredir",
-        str(alluredir),
-        *extra,
-    ]
+    return suite_command(
+        side.pytest_args(),
+        alluredir,
+        pytest_args,
+        cwd=cwd,
+        base_image=base_image,
+        owned={*OWNED, "--raychaos-image"},
+        hint="give the sides as --from/--from-image and --to/--to-image",
+    )
