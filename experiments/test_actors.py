@@ -77,7 +77,7 @@ def test_actor_without_restarts_dies_with_its_process_or_node(experiment: Experi
     row = seen["state_api"]
     assert row["state"] == "DEAD" and row["num_restarts"] == 0, row
     assert death_cause(row).get("reason") == "WORKER_DIED", death_cause(row)
-    assert actor_states(experiment, seen["actor_id"])[-1][0] == "DEAD"
+    assert actor_states(experiment, seen["actor_id"], fresh=True)[-1][0] == "DEAD"
 
     victim_id = str(cluster.node("worker-1").node_id)
     run = cluster.run("workloads.actors:actor_dies", on="worker-1", kill="host", timeout=300)
@@ -117,7 +117,7 @@ def check_restarts(
     assert row["state"] == "DEAD" and row["num_restarts"] == 1, row
     assert death_cause(row).get("reason") == cause, death_cause(row)
     workload = [(t["state"], t["num_restarts"]) for t in seen["state_transitions"]]
-    observed = actor_states(experiment, seen["actor_id"])
+    observed = actor_states(experiment, seen["actor_id"], fresh=True)
     for states in (workload, observed):
         assert states[-2:] == [("ALIVE", 1), ("DEAD", 1)], states
     # RESTARTING lasts ~1.5 s; two 0.25 s samplers (workload's, observer's) catch it.

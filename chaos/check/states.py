@@ -6,10 +6,12 @@ transitions as the observer sampled them: short values that read well in an asse
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from chaos.check.windows import WithHistory
 from chaos.errors import CheckFailed
+from chaos.observer.gaps import observed
 from chaos.observer.history import Kind, Source
 
 
@@ -28,8 +30,17 @@ def death_cause(row: dict[str, Any] | None) -> dict[str, Any]:
     return dict(cause.get("actor_died_error_context") or {})
 
 
-def actor_states(experiment: WithHistory, actor_id: str) -> list[tuple[Any, Any]]:
-    """The observer's ``(state, num_restarts)`` transitions of one actor, oldest first."""
+def actor_states(
+    experiment: WithHistory, actor_id: str, *, fresh: bool = False
+) -> list[tuple[Any, Any]]:
+    """The observer's ``(state, num_restarts)`` transitions of one actor, oldest first.
+
+    ``fresh``: first wait (bounded) for an observer sample taken from now on, so a state a
+    workload has just seen in the State API is in the history too (the observer samples every
+    period and its events travel out of the node); no such sample is :class:`ObserverGap`.
+    """
+    if fresh:
+        observed(experiment.history, time.time(), f"the observer's states of actor {actor_id}")
     seen: list[tuple[Any, Any]] = []
     for e in experiment.history.events(Kind.ACTOR_STATE, source=Source.OBSERVER):
         if e.get("actor_id") == actor_id:
