@@ -40,7 +40,7 @@ from chaos.backends.docker.execstream import (
     in_node_bound,
 )
 from chaos.backends.docker.images import ImageBuilder
-from chaos.errors import DockerOperationError, WorkloadError
+from chaos.errors import ChaosError, DockerOperationError, WorkloadError
 from chaos.resources import agent_path
 
 if TYPE_CHECKING:
@@ -156,7 +156,8 @@ class DockerBackend:
         return name
 
     def start_node(self, node: NodePlan) -> None:
-        assert self.network is not None, "create_network first"
+        if self.network is None:
+            raise ChaosError(f"start_node({node.name}) before create_network: a backend bug")
         api = self.client.api
         # The node's name is kept whole (≤ 20 characters): names stay unique after truncation.
         full_name = f"{self.key[: 62 - len(node.name)].rstrip('-')}-{node.name}"

@@ -29,7 +29,7 @@ from chaos.cluster import boot
 from chaos.cluster.boot_slots import boot_slot, default_slots
 from chaos.cluster.plan import NodePlan
 from chaos.cluster.spec import ClusterSpec, NodeSpec
-from chaos.errors import ChaosError
+from chaos.errors import ChaosError, CheckFailed
 from chaos.resources import default_cache_dir
 from chaos.waits import wait_until
 
@@ -233,7 +233,8 @@ def sample_cluster(
             def written() -> None:
                 for node in nodes:
                     probe = backend.exec(node.name, ["test", "-s", OUTPUT], timeout=10, env={})
-                    assert probe.ok, f"{node.name}: no sampler output yet"
+                    if not probe.ok:
+                        raise CheckFailed(f"{node.name}: no sampler output yet")
 
             wait_until(written, duration + 60, "every node's sampler wrote its output")
         found: list[ProcessCost] = []

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from chaos.backends.base import EventSink
 from chaos.backends.docker.client import EngineUnresponsive, call, translated
-from chaos.errors import WorkloadError
+from chaos.errors import DockerOperationError, WorkloadError
 from chaos.observer.history import Event, Kind
 
 if TYPE_CHECKING:
@@ -125,7 +125,8 @@ class ExecStream:
         self._arrived = threading.Condition()
         bound = in_node_bound(bound_s)
         bounded = ["timeout", f"--kill-after={KILL_AFTER_S}", str(bound), *self.argv]
-        assert container.client is not None
+        if container.client is None:
+            raise DockerOperationError(f"{container.name}: a container object without a client")
         api = container.client.api
         self._exec_id: str = call(
             f"exec in {container.name}",
@@ -191,8 +192,10 @@ class ExecStream:
     def _inspect_exit(self) -> int | None:
         for _ in range(20):
             try:
-                assert self.container.client is not None
-                info = self.container.client.api.exec_inspect(self._exec_id)
+                client = self.container.client
+                if client is None:
+                    return None
+                info = client.api.exec_inspect(self._exec_id)
             except Exception:  # noqa: BLE001 - the container (and its exec) may be gone
                 return None
             if not info.get("Running"):
