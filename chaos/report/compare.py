@@ -344,7 +344,9 @@ def windows(base: Side, candidate: Side, claim: str) -> tuple[Window, ...]:
                 f"{key[0]}: {key[1]}" if several else key[1],
                 b,
                 c,
-                moved(b, c) if b is not None and c is not None else "",
+                moved(b, c, seconds=key[1].rstrip().endswith("(s)"))
+                if b is not None and c is not None
+                else "",
             )
         )
     return tuple(found)
@@ -531,9 +533,10 @@ def legend() -> str:
     return (
         f"Windows ({WINDOW_MARK.strip()} rows): median (min–max, N trials) on each side. "
         f"{WINDOW_MOVED.capitalize()}: with 2 trials or more on both sides when the ranges do "
-        f"not overlap ({BEYOND_NOISE}); else when the medians differ by ×{MOVE_RATIO:g} or more "
-        f"and by {MOVE_FLOOR:g} or more, seconds for a window ({BEYOND_TOLERANCE}: one "
-        "release's windows vary up to ×6 between suite runs). Postconditions (INV-01, "
+        f"not overlap ({BEYOND_NOISE}); else, for a window in seconds, when the medians "
+        f"differ by ×{MOVE_RATIO:g} or more and by {MOVE_FLOOR:g} s or more ({BEYOND_TOLERANCE}: "
+        "one release's windows vary up to ×6 between suite runs; counts and bytes are shown, "
+        "not judged, with single trials). Postconditions (INV-01, "
         "INV-02) are judged only by the tests that checked them."
     )
 

@@ -109,16 +109,23 @@ BEYOND_NOISE = "beyond trial noise"
 BEYOND_TOLERANCE = "beyond tolerance"
 
 
-def moved(base: Spread, candidate: Spread) -> str:
+def moved(base: Spread, candidate: Spread, *, seconds: bool = True) -> str:
     """Why a window moved from ``base`` to ``candidate`` ("" when it did not).
 
     Two trials or more on both sides: when the ranges do not overlap (beyond trial noise).
-    Else: when the medians differ by :data:`MOVE_RATIO` and :data:`MOVE_FLOOR` (tolerance).
+    Else, for a window in seconds only (the tolerance is stated in seconds; a byte or object
+    count has no such scale): when the medians differ by :data:`MOVE_RATIO` and
+    :data:`MOVE_FLOOR`.
     """
     if len(base.values) >= 2 and len(candidate.values) >= 2:
         return "" if base.overlaps(candidate) else BEYOND_NOISE
-    low, high = sorted((base.median, candidate.median))
-    if high - low >= MOVE_FLOOR and (low <= 0 or high >= MOVE_RATIO * low):
+    if not seconds:
+        return ""
+    b, c = base.median, candidate.median
+    if abs(c - b) < MOVE_FLOOR:
+        return ""
+    low, high = sorted((abs(b), abs(c)))
+    if (b < 0) != (c < 0) or low == 0 or high >= MOVE_RATIO * low:
         return BEYOND_TOLERANCE
     return ""
 

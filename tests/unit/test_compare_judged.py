@@ -136,7 +136,7 @@ def test_compare_shows_windows_side_by_side_for_every_measured_claim(
         "ran |",
     ]
     # The legend states the tolerance; claims run on neither side are one line.
-    assert "medians differ by ×2 or more and by 20 or more" in out
+    assert "medians differ by ×2 or more and by 20 s or more" in out
     assert re.search(r"^Not run on either side: 51 claims$", out, re.M), out
 
 

@@ -297,3 +297,14 @@ def test_coverage_counts_every_trial(tmp_path: Path) -> None:
     cov = coverage(load_raychaos(tmp_path), load_catalogue(), ["NODE-01"])
     assert cov.cell("NODE-01", "2.60.0").shown == "failed 1/2"
     assert cov.exit_code(strict=False) == 1
+
+
+def test_a_count_or_a_byte_figure_is_not_judged_by_the_seconds_tolerance() -> None:
+    """OBJ-06's owner log "evicted (B)" (-107680 → -107725, one trial) read as a moved window
+    when any non-positive median passed the ratio test; bytes have no seconds tolerance."""
+    b, c = Spread((-107680.0,)), Spread((-107725.0,))
+    assert moved(b, c, seconds=False) == ""
+    assert moved(b, c) == ""  # as seconds too: ×1.0004 is no move, whatever the sign
+    assert moved(Spread((-5.0,)), Spread((30.0,))) == BEYOND_TOLERANCE  # the sign flipped
+    assert moved(Spread((0.0,)), Spread((25.0,))) == BEYOND_TOLERANCE
+    assert moved(Spread((1.0, 2.0)), Spread((5.0, 6.0)), seconds=False) == BEYOND_NOISE
