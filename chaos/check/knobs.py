@@ -28,8 +28,8 @@ GCS_RECONNECT = {"RAY_gcs_rpc_server_reconnect_timeout_s": str(GCS_RECONNECT_S)}
 
 #: gRPC client keepalive shortened, like Ray's own partition test
 #: (``python/ray/tests/test_network_failure_e2e.py``), though less: that test sets both client
-#: knobs and the server's ``grpc_keepalive_time_ms`` to 1000 ms; 5 s here keeps a loaded
-#: 2-core host from timing out healthy channels. Under a partition that drops packets no
+#: knobs and the server's ``grpc_keepalive_time_ms`` to 1000 ms; the NET evidence
+#: (docs/evidence/network.md) was measured with 5 s. Under a partition that drops packets no
 #: RST arrives: an in-flight call (the owner's ``PushTask`` to a worker) fails only when the
 #: channel's keepalive ping goes unanswered, ``grpc_client_keepalive_time_ms`` +
 #: ``grpc_client_keepalive_timeout_ms`` after the last frame (2.60 defaults 300 000 + 120 000,
