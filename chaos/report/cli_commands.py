@@ -343,17 +343,8 @@ def prepare_alluredir(alluredir: Path, *, ours: bool) -> None:
 
 def build_images(from_version: str, to_version: str, base_image: str | None) -> None:
     """Both releases' node images, built before the run so its timing is the tests'."""
-    from chaos.backends.docker.client import connect
-    from chaos.backends.docker.images import BuildSettings, ImageBuilder
-    from chaos.cluster.spec import DEFAULT_PYTHON
-
-    client = connect()
-    try:
-        builder = ImageBuilder(client, BuildSettings(base_image=base_image))
-        for version in (from_version, to_version):
-            print(f"raychaos: image {builder.ensure(version, DEFAULT_PYTHON)}", file=sys.stderr)
-    finally:
-        client.close()
+    for version in (from_version, to_version):
+        prepare_side(UpgradeSide(release=version), base_image)
 
 
 def run_pytest(command: list[str], cwd: Path) -> int:
