@@ -35,8 +35,6 @@ if TYPE_CHECKING:
 
 REPOSITORY = "raychaos/node"
 PROBE_FILE = "/raychaos/probe.json"
-#: Label on a derived image: the reference it was derived from.
-DERIVED_FROM = labels.PREFIX + "derived-from"
 #: What the probe prints to stderr before it fails (fixtures/derived/probe.sh).
 PROBE_SAYS = "raychaos-probe:"
 CONTRACT = "the image contract: raychaos's docs/images.md"
