@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from chaos.cluster.spec import ClusterSpec, NodeSpec
 from chaos.errors import ChaosError, SpecError
+from chaos.spec import ClusterSpec, NodeSpec
 
 if TYPE_CHECKING:
     from chaos.cluster.cluster import Cluster

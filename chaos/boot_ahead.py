@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     import pytest
 
     from chaos.cluster.cluster import Cluster
-    from chaos.cluster.spec import ClusterSpec
+    from chaos.spec.topology import ClusterSpec
 
 #: Markers that keep a test from being booted ahead (its own boot happens at its set-up).
 NO_BOOT_AHEAD = "no_boot_ahead"

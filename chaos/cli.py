@@ -18,9 +18,10 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING
 
-from chaos.cluster.spec import DEFAULT_RAY_VERSION, _check_version
 from chaos.errors import ChaosError, SpecError
 from chaos.report.cli_commands import add_commands, run_command
+from chaos.spec.topology import DEFAULT_RAY_VERSION
+from chaos.spec.validation import ray_version
 
 if TYPE_CHECKING:
     from chaos.backends.docker import DockerClient
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
 
 def _version(raw: str) -> str:
     try:
-        _check_version(raw, "--ray-version")
+        ray_version(raw, "--ray-version")
     except SpecError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
     return raw
@@ -220,7 +221,7 @@ def _dispatch(args: argparse.Namespace) -> int:
 
         versions = args.ray_version or ([] if args.ray_wheel else [DEFAULT_RAY_VERSION])
         if args.ray_wheel:
-            from chaos.releases import provide, read_wheel
+            from chaos.spec.releases import provide, read_wheel
 
             wheel = read_wheel(args.ray_wheel, "--ray-wheel", args.python)
             provide(wheel)

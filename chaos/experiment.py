@@ -3,7 +3,7 @@
 After every experiment (claims INV-01 and INV-02): faults are healed, no node died that the
 experiment did not take down (judged on a fresh sample of an observer that saw the experiment
 whole), and once work is done available CPU returns to total with no placement-group resources
-left. The kit also writes the evidence: the history as JSON and the timeline picture.
+left. The kit also writes its history as JSON; the report draws the timeline from it.
 """
 
 from __future__ import annotations
@@ -16,16 +16,15 @@ from typing import TYPE_CHECKING, Any
 
 from chaos.check.bands import node_death_band
 from chaos.errors import ChaosError, CheckFailed, ObserverGap
+from chaos.history import Kind, Source
 from chaos.nemesis.nemesis import Nemesis
 from chaos.observer.gaps import observed, samples
-from chaos.observer.history import Kind, Source
 from chaos.observer.observer import Observer
-from chaos.report.steps import seconds, step
-from chaos.report.timeline import render
+from chaos.steps import seconds, step
 
 if TYPE_CHECKING:
     from chaos.cluster.cluster import Cluster
-    from chaos.observer.history import History
+    from chaos.history import History
 
 #: INV-01 (the catalogue): tasks settle within 60 s, actors within 300 s. One bound is checked,
 #: the tasks' 60 s, for everything: it is the stricter, and every experiment's actors have
@@ -160,7 +159,8 @@ class Experiment:
             )
 
     # -- evidence ---------------------------------------------------------------------------
-    def write_evidence(self, directory: Path, test_id: str) -> tuple[Path, Path | None]:
+    def write_history(self, directory: Path, test_id: str) -> Path:
+        """The history, knobs, nodes and measurements as ``<test>.history.json``."""
         stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", test_id)[-150:]
         directory.mkdir(parents=True, exist_ok=True)
         history_path = directory / f"{stem}.history.json"
@@ -177,14 +177,4 @@ class Experiment:
                 default=repr,
             )
         )
-        picture: Path | None = None
-        try:
-            picture = render(
-                self.history,
-                directory / f"{stem}.timeline.png",
-                names={n.ip: n.name for n in self.cluster.ray_nodes()},
-                title=test_id,
-            )
-        except ValueError:
-            picture = None
-        return history_path, picture
+        return history_path

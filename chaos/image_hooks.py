@@ -12,10 +12,10 @@ import sys
 import pytest
 
 from chaos import labels
-from chaos.cluster.image_contract import FAULT_TOOLS, MARKER, ImageProbe, needed_tools, skip_reason
 from chaos.errors import ChaosError
 from chaos.keys import RUN_ID_KEY, SETTINGS_KEY
 from chaos.settings import Settings
+from chaos.spec.image_contract import FAULT_TOOLS, MARKER, ImageProbe, needed_tools, skip_reason
 from chaos.testkit import uses_raychaos
 
 PROBE_KEY = pytest.StashKey[ImageProbe]()
@@ -55,7 +55,7 @@ def probe_of(config: pytest.Config) -> ImageProbe | None:
             "--raychaos-ray-version, or pass an image per release (raychaos upgrade-check "
             "--from-image A --to-image B)"
         )
-    from chaos.releases import held_by_image
+    from chaos.spec.releases import held_by_image
 
     held_by_image(probe.ray_version)  # a team's build (2.60.0+mycorp.1) is on no index
     config.stash[PROBE_KEY] = probe

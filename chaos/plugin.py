@@ -29,8 +29,8 @@ from chaos.engine_hooks import engine_lines, engine_lost_already
 from chaos.errors import ChaosError, CheckFailed
 from chaos.interrupts import INTERRUPTED, install_handlers
 from chaos.keys import PHASE_REPORTS, RUN_ID_KEY, SETTINGS_KEY, USED_KEY
-from chaos.report.steps import seconds, step
 from chaos.settings import OPTIONS, SettingError, Settings, resolve
+from chaos.steps import seconds, step
 from chaos.testkit import (
     ENGINE_KEY,
     EXPERIMENT_KEY,
@@ -49,9 +49,9 @@ if TYPE_CHECKING:
     from chaos.backends.docker.engines import EnginePool, EngineUse
     from chaos.backends.docker.images import ImageBuilder
     from chaos.cluster.cluster import Cluster
-    from chaos.cluster.spec import ClusterSpec
     from chaos.experiment import Experiment
     from chaos.nemesis.nemesis import Nemesis
+    from chaos.spec.topology import ClusterSpec
 
 RUN_ID_INPUT = "raychaos_run_id"
 VERSION_FIXTURE = "raychaos_ray_version"
@@ -461,7 +461,9 @@ def _label_postconditions(claims: list[str]) -> None:
 def _write_evidence(kit: Experiment, item: pytest.Item, directory: Path) -> None:
     """History JSON and timeline into reports/; never breaks the run."""
     try:
-        kit.write_evidence(directory, item.nodeid)
+        from chaos.report.timeline import write_evidence
+
+        write_evidence(kit, directory, item.nodeid)
     except Exception as exc:  # noqa: BLE001 - evidence is best effort, the verdict is not
         _say(f"raychaos: could not write evidence for {item.nodeid}: {exc!r}")
 
@@ -472,8 +474,10 @@ def _attach_evidence(kit: Experiment, item: pytest.Item, directory: Path) -> Non
     try:
         import allure
 
+        from chaos.report.timeline import write_evidence
+
         with step("evidence: history, timeline and measurements"):
-            history, picture = kit.write_evidence(directory, item.nodeid)
+            history, picture = write_evidence(kit, directory, item.nodeid)
             allure.attach.file(
                 str(history), name="history", attachment_type=allure.attachment_type.JSON
             )

@@ -12,9 +12,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from chaos.cluster.spec import DEFAULT_PYTHON, DEFAULT_RAY_VERSION, _check_version
 from chaos.errors import SpecError
-from chaos.releases import RayWheel, provide, read_wheel
+from chaos.spec.releases import RayWheel, provide, read_wheel
+from chaos.spec.topology import DEFAULT_PYTHON, DEFAULT_RAY_VERSION
+from chaos.spec.validation import ray_version
 
 
 class SettingError(ValueError):
@@ -49,7 +50,7 @@ def _positive_seconds(raw: str) -> float:
 
 def _ray_version(raw: str) -> str:
     try:
-        _check_version(raw, "ray version")
+        ray_version(raw, "ray version")
     except SpecError as exc:
         raise SettingError(str(exc).removeprefix("ray version: ")) from None
     return raw

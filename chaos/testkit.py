@@ -17,11 +17,11 @@ from typing import TYPE_CHECKING, Any, Protocol
 import pytest
 
 from chaos.boot_ahead import BootAhead
-from chaos.cluster.spec import ClusterSpec, group_names, load_topology
 from chaos.errors import ChaosError, SpecError
 from chaos.interrupts import INTERRUPTED
 from chaos.report import timing
-from chaos.report.steps import mark, seconds, short, step
+from chaos.spec.topology import ClusterSpec, group_names, load_topology
+from chaos.steps import mark, seconds, short, step
 
 if TYPE_CHECKING:
     from chaos import labels

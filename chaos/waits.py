@@ -8,7 +8,7 @@ from collections.abc import Callable
 from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_fixed
 
 from chaos.errors import CheckFailed
-from chaos.report.steps import seconds, step
+from chaos.steps import seconds, step
 
 
 def poll(check: Callable[[], None], timeout: float, period: float = 0.25) -> None:

@@ -11,8 +11,8 @@ from __future__ import annotations
 import pytest
 
 from chaos.check import record
-from chaos.cluster.spec import NodeSpec
 from chaos.experiment import Experiment
+from chaos.spec.topology import NodeSpec
 from chaos.waits import poll
 
 from .test_scheduling import HYBRID, WORKERS_2X4, worker_counts

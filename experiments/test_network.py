@@ -21,11 +21,11 @@ from chaos.check import (
     record,
     stays_dead,
 )
-from chaos.check.knobs import FAST_GRPC_KEEPALIVE
 from chaos.cluster.node import Node
 from chaos.errors import WorkloadTimeout
 from chaos.experiment import Experiment
 from chaos.nemesis import Fault
+from chaos.spec.knobs import FAST_GRPC_KEEPALIVE
 from chaos.waits import wait_until
 from chaos.workload.run import WorkloadRun
 

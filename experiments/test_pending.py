@@ -18,10 +18,10 @@ from typing import Any
 import pytest
 
 from chaos.check import attach, record, status_now
-from chaos.check.knobs import FAST_GCS_CONNECT
-from chaos.cluster.plan import GCS_PORT
-from chaos.cluster.spec import NodeSpec
 from chaos.experiment import Experiment
+from chaos.spec.knobs import FAST_GCS_CONNECT
+from chaos.spec.plan import GCS_PORT
+from chaos.spec.topology import NodeSpec
 from chaos.waits import wait_until
 
 LOST = {

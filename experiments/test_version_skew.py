@@ -17,10 +17,10 @@ from chaos.backends.docker import python_patch
 from chaos.backends.docker.images import ImageBuilder
 from chaos.check.versions import skew_partner
 from chaos.cluster.cluster import Cluster
-from chaos.cluster.plan import GCS_PORT
-from chaos.cluster.spec import NodeSpec
 from chaos.errors import PythonPatchUnavailable
 from chaos.settings import Settings
+from chaos.spec.plan import GCS_PORT
+from chaos.spec.topology import NodeSpec
 from chaos.testkit import ClusterFactory
 from chaos.waits import poll
 

@@ -1,6 +1,6 @@
 """What a backend must do for a cluster: the one seam between raychaos and an engine.
 
-A backend realises a :class:`~chaos.cluster.plan.ClusterPlan` (one container, pod or VM per
+A backend realises a :class:`~chaos.spec.plan.ClusterPlan` (one container, pod or VM per
 node) and gives the rest of raychaos a handful of verbs on nodes *by name*: run a command,
 stream one, kill, restart, pause, read logs. The cluster, the nemesis, the observer and the
 checks speak only these verbs, so a second backend (KubeRay, see ``docs/kuberay.md``) is one
@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING, Literal, Protocol, get_args
 if TYPE_CHECKING:
     import ipaddress
 
-    from chaos.cluster.image_contract import ImageProbe
-    from chaos.cluster.plan import NodePlan
-    from chaos.observer.history import Event
+    from chaos.history import Event
+    from chaos.spec.image_contract import ImageProbe
+    from chaos.spec.plan import NodePlan
 
 #: What a backend says about a node's host (container, pod): the words Docker uses.
 HostState = Literal["created", "running", "paused", "restarting", "exited", "dead", "gone"]

@@ -4,7 +4,8 @@ Everything a chaos experiment needs to judge an outcome, importable by any suite
 
     from chaos.check import FAST_HEALTH_CHECKS, KILL_NODE, dead_in_band, since, strike_on
 
-- :mod:`~chaos.check.knobs`: the knob presets experiments (and topologies, by name) run with.
+- :mod:`~chaos.spec.knobs` (re-exported here): the knob presets experiments (and topologies,
+  by name) run with.
 - :mod:`~chaos.check.bands`: the death band those knobs imply.
 - :mod:`~chaos.check.windows`: seconds from a fault to an outcome, read from the history.
 - :mod:`~chaos.check.strikes`: faults aimed by a workload's event (:data:`KILL_NODE` …).
@@ -12,9 +13,10 @@ Everything a chaos experiment needs to judge an outcome, importable by any suite
 - :mod:`~chaos.check.states`: State API rows reduced to what an assertion compares.
 - :mod:`~chaos.check.logs`, :mod:`~chaos.check.versions`: Ray's log clocks and releases.
 - :mod:`~chaos.check.expectations`: what differs by Ray release (first release, evidence).
-- :mod:`~chaos.check.evidence`: ``ray status`` and measurements in the report.
+- :mod:`~chaos.check.attachments`: ``ray status`` and measurements in the report.
 """
 
+from chaos.check.attachments import attach, record, status_now
 from chaos.check.bands import (
     HEALTH_CHECK_DEFAULTS,
     OBSERVER_SLACK_S,
@@ -29,7 +31,6 @@ from chaos.check.deaths import (
     dead_in_band,
     stays_dead,
 )
-from chaos.check.evidence import attach, record, status_now
 from chaos.check.expectations import (
     EXPECTATIONS,
     LINEAGE_EVICTED,
@@ -42,13 +43,6 @@ from chaos.check.expectations import (
     expectation,
     expected,
     lost_object_error,
-)
-from chaos.check.knobs import (
-    AFTER_DEATH_S,
-    FAST_HEALTH_CHECKS,
-    GCS_RECONNECT,
-    GCS_RECONNECT_S,
-    PRESETS,
 )
 from chaos.check.logs import first_logged, logged_at
 from chaos.check.states import actor_states, attempts, death_cause
@@ -73,6 +67,13 @@ from chaos.check.windows import (
     node_dead_event,
     since,
     unobservable_window,
+)
+from chaos.spec.knobs import (
+    AFTER_DEATH_S,
+    FAST_HEALTH_CHECKS,
+    GCS_RECONNECT,
+    GCS_RECONNECT_S,
+    PRESETS,
 )
 
 __all__ = [

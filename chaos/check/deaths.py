@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING, Any
 
 from chaos.check.windows import WithHistory, node_dead_event, since
 from chaos.errors import CheckFailed, ObserverGap
+from chaos.history import Kind, Source
 from chaos.observer.gaps import observed
-from chaos.observer.history import Kind, Source
-from chaos.report.steps import step
+from chaos.steps import step
 from chaos.waits import wait_until
 
 if TYPE_CHECKING:

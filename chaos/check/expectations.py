@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 
 from packaging.version import InvalidVersion, Version
 
-from chaos.cluster import checks
 from chaos.errors import ChaosError
+from chaos.spec.releases import release_key, shipped
 
 #: The releases whose wheels were read for every expectation below (cp311, manylinux2014).
 READ: tuple[str, ...] = (
@@ -77,10 +77,6 @@ class NotChecked(ChaosError):
     """No evidence was read for this release: raychaos does not guess Ray's behaviour."""
 
 
-def _key(version: str) -> Version:
-    return checks.release_key(version)
-
-
 @dataclass(frozen=True)
 class Expectation:
     """One behaviour that depends on the Ray release."""
@@ -102,38 +98,38 @@ class Expectation:
     @property
     def floor(self) -> str:
         """The oldest release read: nothing older is established."""
-        return min(self.read, key=_key)
+        return min(self.read, key=release_key)
 
     @property
     def last_before(self) -> str | None:
         """The newest release read that does not have ``then`` (None: every one read has it)."""
-        older = [v for v in self.read if _key(v) < _key(self.since)]
-        return max(older, key=_key) if older else None
+        older = [v for v in self.read if release_key(v) < release_key(self.since)]
+        return max(older, key=release_key) if older else None
 
     @property
     def pinned(self) -> bool:
         """``since`` is the first release: the release before it (or nothing) was read."""
         if self.last_before is None:
             return False  # ``since`` is merely the oldest release read
-        known = checks.known_releases()
-        earlier = [v for v in known if _key(v) < _key(self.since)]
-        return bool(earlier) and max(earlier, key=_key) == self.last_before
+        known = shipped()
+        earlier = [v for v in known if release_key(v) < release_key(self.since)]
+        return bool(earlier) and max(earlier, key=release_key) == self.last_before
 
     def holds(self, version: str) -> bool:
         """``then`` holds on ``version`` (True) or ``before`` does (False).
 
         Raises :class:`NotChecked` for a release the evidence does not cover.
         """
-        if _key(version) >= _key(self.since):
+        if release_key(version) >= release_key(self.since):
             return True
         last = self.last_before
-        if _key(version) < _key(self.floor) or last is None:
+        if release_key(version) < release_key(self.floor) or last is None:
             raise NotChecked(
                 f"{self.name}: Ray {version} is older than every release read ({self.floor})",
                 hint=f"read {self.name}'s evidence in that release and extend "
                 "chaos/check/expectations.py (evidence: " + self.evidence + ")",
             )
-        if _key(version) > _key(last):
+        if release_key(version) > release_key(last):
             raise NotChecked(
                 f"{self.name}: Ray {version} falls between {last} (read: before) and "
                 f"{self.since} (read: then), and was not read",
@@ -373,9 +369,9 @@ def beyond_read(version: str) -> str | None:
     """What a result on Ray ``version`` should say when that release is newer than every
     release the expectations were read against (they then hold it to ``then``, the newest
     scope), else None. A local build (2.60.0+mycorp.1) counts as the release it patches."""
-    newest = max((v for e in EXPECTATIONS for v in e.read), key=_key)
+    newest = max((v for e in EXPECTATIONS for v in e.read), key=release_key)
     try:
-        if _key(Version(version).public) <= _key(newest):
+        if release_key(Version(version).public) <= release_key(newest):
             return None
     except InvalidVersion:  # not a release raychaos ran (another plugin's parameter)
         return None

@@ -10,9 +10,9 @@ import shlex
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from chaos.cluster.plan import RAY_LOGS
 from chaos.errors import ChaosError, CheckFailed
-from chaos.report.steps import step
+from chaos.spec.plan import RAY_LOGS
+from chaos.steps import step
 
 if TYPE_CHECKING:
     from chaos.cluster.cluster import Cluster

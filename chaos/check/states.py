@@ -11,8 +11,8 @@ from typing import Any
 
 from chaos.check.windows import WithHistory
 from chaos.errors import CheckFailed
+from chaos.history import Kind, Source
 from chaos.observer.gaps import observed
-from chaos.observer.history import Kind, Source
 
 
 def attempts(rows: list[dict[str, Any]]) -> list[list[Any]]:

@@ -14,9 +14,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeAlias
 
 from chaos.errors import CheckFailed
+from chaos.history import Event
 from chaos.nemesis import Fault, Nemesis
-from chaos.observer.history import Event
-from chaos.report.steps import step
+from chaos.steps import step
 
 if TYPE_CHECKING:
     from chaos.experiment import Experiment

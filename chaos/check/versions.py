@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from chaos.cluster import checks
+from chaos.spec import releases
 
 
 def at_least(version: str, floor: str) -> bool:
     """``version`` >= ``floor`` for Ray release strings such as '2.59.0' (PEP 440 order)."""
-    return checks.release_key(version) >= checks.release_key(floor)
+    return releases.release_key(version) >= releases.release_key(floor)
 
 
 def skew_partner(version: str, run_versions: Sequence[str], skew_from: str = "") -> str:
@@ -24,7 +24,7 @@ def skew_partner(version: str, run_versions: Sequence[str], skew_from: str = "")
     if others:
         return others[0]
     # A release raychaos does not list (from the index, or a wheel) sorts among those it does.
-    known = checks.known_releases()
-    older = [v for v in known if checks.release_key(v) < checks.release_key(version)]
-    newer = [v for v in known if checks.release_key(v) > checks.release_key(version)]
+    known = releases.shipped()
+    older = [v for v in known if releases.release_key(v) < releases.release_key(version)]
+    newer = [v for v in known if releases.release_key(v) > releases.release_key(version)]
     return older[-1] if older else newer[0]

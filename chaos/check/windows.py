@@ -2,7 +2,7 @@
 
 A window runs from the nemesis's ``inject`` event (or a :class:`~chaos.nemesis.Fault`'s
 ``injected_at``) to an outcome: a node DEAD, an actor ALIVE again, a time the workload
-reported. Everything here only reads a :class:`~chaos.observer.history.History`, so it works
+reported. Everything here only reads a :class:`~chaos.history.History`, so it works
 on a live experiment and on a history replayed in a unit test alike.
 """
 
@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
 from chaos.errors import CheckFailed
-from chaos.observer.history import Event, History, Kind, Source
+from chaos.history import Event, History, Kind, Source
 
 if TYPE_CHECKING:
     from chaos.nemesis import Fault

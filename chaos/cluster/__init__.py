@@ -1,1 +1,1 @@
-"""The cluster role: what to boot (spec), how it is laid out (plan), and the running cluster."""
+"""The cluster runtime: boot, readiness, nodes and the running Cluster (the model is chaos.spec)."""

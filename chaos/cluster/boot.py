@@ -9,21 +9,22 @@ from __future__ import annotations
 
 import secrets
 import time
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 from chaos.cluster.boot_slots import boot_slot
-from chaos.cluster.node import Node
-from chaos.cluster.plan import ClusterPlan, plan_cluster
-from chaos.cluster.spec import DEFAULT_PYTHON
 from chaos.errors import SpecError
-from chaos.observer.history import Kind, Source
+from chaos.history import Kind, Source
 from chaos.resources import default_cache_dir
+from chaos.spec.plan import ClusterPlan, plan_cluster
+from chaos.spec.topology import DEFAULT_PYTHON
 
 if TYPE_CHECKING:
     from chaos.backends.base import Backend
-    from chaos.cluster.cluster import Cluster
-    from chaos.cluster.spec import ClusterSpec, NodeSpec
+    from chaos.cluster.node import Node
+    from chaos.history import History
+    from chaos.spec.topology import ClusterSpec, NodeSpec
 
 
 def image_for(spec: ClusterSpec, backend: Backend, node: NodeSpec) -> tuple[str, str]:
@@ -72,22 +73,30 @@ def prepare(spec: ClusterSpec, backend: Backend) -> ClusterPlan:
     )
 
 
-def start(cluster: Cluster) -> float:
-    """Create every host and wait until the Ray nodes are ALIVE; seconds spent booting."""
+def start(
+    plan: ClusterPlan,
+    nodes: Sequence[Node],
+    backend: Backend,
+    history: History,
+    *,
+    slots: int,
+    wait_ready: Callable[[], None],
+) -> float:
+    """Create every host of ``nodes`` and ``wait_ready``; seconds spent booting.
+
+    The caller passes its own readiness wait, so booting needs no cluster object of its own.
+    """
     started = time.monotonic()
-    plan = cluster.plan
-    cluster.history.record(Source.HARNESS, Kind.NETWORK_CREATED, subnet=str(plan.subnet))
-    nodes = [Node(p) for p in plan.nodes]
-    cluster.nodes = {n.name: n for n in nodes}
+    history.record(Source.HARNESS, Kind.NETWORK_CREATED, subnet=str(plan.subnet))
     for node in nodes:
         if node.role == "redis":  # Redis first: the head's GCS connects to it at once
-            cluster.backend.start_node(node.plan)
-    with boot_slot(default_cache_dir() / "boot-slots", cluster.boot_slots) as queued:
-        cluster.history.record(Source.HARNESS, Kind.BOOT_SLOT, queued_s=round(queued, 2))
+            backend.start_node(node.plan)
+    with boot_slot(default_cache_dir() / "boot-slots", slots) as queued:
+        history.record(Source.HARNESS, Kind.BOOT_SLOT, queued_s=round(queued, 2))
         # Head and workers boot together: a worker's `ray start` waits for the GCS itself.
         ray = [n.plan for n in nodes if n.role != "redis"]
         with ThreadPoolExecutor(max_workers=min(8, len(ray))) as pool:
-            list(pool.map(cluster.backend.start_node, ray))
-        cluster.history.record(Source.HARNESS, Kind.CONTAINERS_STARTED, count=len(ray))
-        cluster.wait_ready(cluster.spec.boot_timeout_s)
+            list(pool.map(backend.start_node, ray))
+        history.record(Source.HARNESS, Kind.CONTAINERS_STARTED, count=len(ray))
+        wait_ready()
     return time.monotonic() - started - queued

@@ -1,6 +1,6 @@
 """A Ray cluster realised by a backend: boot it, run things inside it, tear it down.
 
-The spec is validated and turned into a frozen :class:`~chaos.cluster.plan.ClusterPlan` once;
+The spec is validated and turned into a frozen :class:`~chaos.spec.plan.ClusterPlan` once;
 the backend (Docker by default) creates what the plan says. Ready means every expected node is
 ALIVE in the GCS, as the State API reports it from inside the cluster, not that hosts run.
 
@@ -16,13 +16,14 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from chaos.backends import default_backend
 from chaos.cluster import boot, readiness
 from chaos.cluster.boot_slots import default_slots
 from chaos.cluster.node import Node
-from chaos.cluster.plan import RAY_LOGS, ClusterPlan, plan_group
-from chaos.cluster.spec import ClusterSpec, NodeSpec, group_names
 from chaos.errors import ChaosError, DockerOperationError, WorkloadError
-from chaos.observer.history import History, Kind, Source
+from chaos.history import History, Kind, Source
+from chaos.spec.plan import RAY_LOGS, ClusterPlan, plan_group
+from chaos.spec.topology import ClusterSpec, NodeSpec, group_names
 from chaos.workload.run import WorkloadRun
 
 if TYPE_CHECKING:
@@ -47,11 +48,7 @@ class Cluster:
         boot_slots: int | None = None,
     ) -> None:
         self.spec = spec.validate()
-        if backend is None:
-            from chaos.backends.docker import docker_backend
-
-            backend = docker_backend(spec.name)
-        self.backend = backend
+        self.backend = backend or default_backend(spec.name)
         self.history = history or History()
         #: Clusters this machine boots at once (see :mod:`chaos.cluster.boot_slots`).
         self.boot_slots = boot_slots or default_slots()
@@ -92,7 +89,16 @@ class Cluster:
     def start(self) -> Cluster:
         started = time.monotonic()
         self._plan = boot.prepare(self.spec, self.backend)
-        self.boot_seconds = boot.start(self)
+        nodes = [Node(p) for p in self._plan.nodes]
+        self.nodes = {n.name: n for n in nodes}
+        self.boot_seconds = boot.start(
+            self._plan,
+            nodes,
+            self.backend,
+            self.history,
+            slots=self.boot_slots,
+            wait_ready=lambda: self.wait_ready(self.spec.boot_timeout_s),
+        )
         self.history.record(
             Source.HARNESS,
             Kind.CLUSTER_READY,

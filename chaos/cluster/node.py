@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from chaos.cluster.plan import NodePlan, Role
-from chaos.cluster.spec import NodeSpec
+from chaos.spec.plan import NodePlan, Role
+from chaos.spec.topology import NodeSpec
 
 
 @dataclass

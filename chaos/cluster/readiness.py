@@ -10,16 +10,18 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Protocol
 
 from chaos.errors import ClusterBootTimeout
-from chaos.observer.history import Kind, Source
+from chaos.history import Kind, Source
 
 if TYPE_CHECKING:
-    from chaos.backends.base import Stream
-    from chaos.cluster.cluster import Cluster
+    from chaos.backends.base import Backend, Stream
     from chaos.cluster.node import Node
+    from chaos.history import History
+    from chaos.spec.plan import ClusterPlan
+    from chaos.spec.topology import ClusterSpec
 
 #: How often a node whose `ray start` died is restarted before the boot fails.
 START_RETRIES = 2
@@ -30,7 +32,44 @@ BOOT_CPU_SHARES = 8192
 START_EXITED = "raychaos: ray start exited with"
 
 
-def wait_ready(cluster: Cluster, timeout: float, nodes: Iterable[Node] | None = None) -> None:
+class Booting(Protocol):
+    """What readiness reads and does on a cluster: the runtime ``Cluster`` is one. A protocol,
+    so this module never imports the class that calls it."""
+
+    @property
+    def spec(self) -> ClusterSpec: ...
+    @property
+    def plan(self) -> ClusterPlan: ...
+    @property
+    def backend(self) -> Backend: ...
+    @property
+    def history(self) -> History: ...
+    @property
+    def nodes(self) -> Mapping[str, Node]: ...
+    @property
+    def head(self) -> Node: ...
+    @property
+    def driver(self) -> Node: ...
+    @property
+    def background(self) -> bool: ...
+
+    def stream(
+        self,
+        node: str,
+        argv: Sequence[str],
+        *,
+        source: str,
+        bound_s: float,
+        env: Mapping[str, str] | None = None,
+    ) -> Stream: ...
+    def next_source(self, prefix: str) -> str: ...
+    def restart(self, name: str) -> None: ...
+    def log_since(self, name: str) -> float | None: ...
+    def logs(self, node: str, tail: int = 40) -> str: ...
+    def ray_status(self, timeout: float = 30) -> str: ...
+
+
+def wait_ready(cluster: Booting, timeout: float, nodes: Iterable[Node] | None = None) -> None:
     """Block until every expected node is ALIVE in the GCS; learn their Ray node ids.
 
     A node that had a Ray node id before (a restart) must come back under a new one.
@@ -78,19 +117,19 @@ def wait_ready(cluster: Cluster, timeout: float, nodes: Iterable[Node] | None = 
             probe.wait_event({Kind.READY, Kind.EXEC_ENDED}, timeout=1.0)
 
 
-def probe_argv(cluster: Cluster, expected: list[Node], stale: list[str]) -> list[str]:
+def probe_argv(cluster: Booting, expected: list[Node], stale: list[str]) -> list[str]:
     argv = ["python", "-u", "-m", "raychaos_agent.ready", "--address", cluster.plan.gcs_address]
     argv += ["--expect", ",".join(n.ip for n in expected)]
     return argv + (["--ignore-ids", ",".join(stale)] if stale else [])
 
 
-def probe_host(cluster: Cluster, expected: list[Node]) -> Node:
+def probe_host(cluster: Booting, expected: list[Node]) -> Node:
     """The probe is a driver and needs a raylet of the same cluster beside it: after a head
     restart without persistence only the head's raylet belongs to the new cluster."""
     return cluster.head if cluster.head in expected else cluster.driver
 
 
-def still_ready(cluster: Cluster, timeout: float) -> None:
+def still_ready(cluster: Booting, timeout: float) -> None:
     """Every node that joined is ALIVE in the GCS under the very id it joined with (a cluster
     booted a while ago, before a test takes it); else :class:`ClusterBootTimeout`."""
     expected = [n for n in cluster.nodes.values() if n.expect_join]
@@ -115,7 +154,7 @@ def still_ready(cluster: Cluster, timeout: float) -> None:
 
 
 @contextlib.contextmanager
-def boot_priority(cluster: Cluster, nodes: Iterable[Node]) -> Iterator[None]:
+def boot_priority(cluster: Booting, nodes: Iterable[Node]) -> Iterator[None]:
     """Give booting nodes a larger CPU share than running ones for the duration.
 
     A starting raylet aborts when its dashboard agent has not written its port file within
@@ -133,7 +172,7 @@ def boot_priority(cluster: Cluster, nodes: Iterable[Node]) -> Iterator[None]:
             cluster.backend.set_cpu_weight(name, DEFAULT_CPU_SHARES)
 
 
-def failed_nodes(cluster: Cluster, nodes: Iterable[Node]) -> dict[str, str]:
+def failed_nodes(cluster: Booting, nodes: Iterable[Node]) -> dict[str, str]:
     """Nodes whose host is gone or stopped, or whose ``ray start`` exited non-zero."""
     failed: dict[str, str] = {}
     for node in nodes:
@@ -152,7 +191,7 @@ def failed_nodes(cluster: Cluster, nodes: Iterable[Node]) -> dict[str, str]:
 
 
 def boot_error(
-    cluster: Cluster, expected: list[Node], failed: dict[str, str], timeout: float, probe: Stream
+    cluster: Booting, expected: list[Node], failed: dict[str, str], timeout: float, probe: Stream
 ) -> ClusterBootTimeout:
     alive = {
         e.get("node_ip")

@@ -6,11 +6,11 @@ finds nodes by Ray role; ``nemesis`` is the facade experiments call (``nemesis.k
 """
 
 from chaos.nemesis.base import Fault, Together
+from chaos.nemesis.exhaustion import FillDisk, MemoryPressure
 from chaos.nemesis.host import KillNode, PauseNode, RestartNode, StopNode
 from chaos.nemesis.nemesis import Nemesis, nemesis_for
 from chaos.nemesis.network import Degrade, Partition
 from chaos.nemesis.process import KillGcs, KillRaylet, KillWorker
-from chaos.nemesis.resources import FillDisk, MemoryPressure
 
 __all__ = [
     "Degrade",

@@ -20,8 +20,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 from chaos.errors import ChaosError, FaultNotObserved, HealError, ImageLacksTool
-from chaos.observer.history import Kind, Source
-from chaos.report.steps import seconds, step
+from chaos.history import Kind, Source
+from chaos.steps import seconds, step
 from chaos.waits import poll
 
 if TYPE_CHECKING:

@@ -10,9 +10,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from chaos.errors import CheckFailed
+from chaos.history import Kind, Source
 from chaos.nemesis.base import Fault, run
 from chaos.nemesis.process import assert_gone, pids
-from chaos.observer.history import Kind, Source
 from chaos.waits import poll
 
 if TYPE_CHECKING:

@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Any
 import chaos.nemesis.targets as targets
 from chaos.errors import ChaosError
 from chaos.nemesis.base import Fault, Runner, Together
+from chaos.nemesis.exhaustion import FillDisk, MemoryPressure
 from chaos.nemesis.host import KillNode, PauseNode, RestartNode, StopNode
 from chaos.nemesis.network import Degrade, Partition
 from chaos.nemesis.process import KillGcs, KillRaylet, KillWorker, pids
-from chaos.nemesis.resources import FillDisk, MemoryPressure
 
 if TYPE_CHECKING:
     from chaos.cluster.cluster import Cluster

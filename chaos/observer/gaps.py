@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from itertools import pairwise
 
 from chaos.errors import ObserverGap
-from chaos.observer.history import Event, History, Kind, Source
+from chaos.history import Event, History, Kind, Source
 
 SOURCE = Source.OBSERVER
 #: One heartbeat per this many sampling periods: dense enough to bound gaps to about a second

@@ -16,8 +16,8 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
+from chaos.history import Kind, Source
 from chaos.observer.gaps import Sampling
-from chaos.observer.history import Kind, Source
 
 if TYPE_CHECKING:
     from chaos.backends.base import Stream

@@ -66,10 +66,10 @@ OWNED = ("--alluredir", "--raychaos-ray-version")
 
 
 def _release(raw: str) -> str:
-    from chaos.cluster import checks
+    from chaos.spec import validation
 
     try:
-        checks.ray_version(raw, "release")
+        validation.ray_version(raw, "release")
     except SpecError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
     return raw
@@ -417,7 +417,7 @@ def prepare_side(side: UpgradeSide, base_image: str | None) -> str:
     from chaos.backends.docker.client import connect
     from chaos.backends.docker.derived import derive
     from chaos.backends.docker.images import BuildSettings, ImageBuilder
-    from chaos.cluster.spec import DEFAULT_PYTHON
+    from chaos.spec.topology import DEFAULT_PYTHON
 
     client = connect()
     try:

@@ -30,6 +30,7 @@ from chaos.errors import ChaosError
 from chaos.report.catalogue import Catalogue
 from chaos.report.model import Results, TestResult, every_trial, load_results
 from chaos.selection import POSTCONDITIONS
+from chaos.spec.releases import sort_releases
 
 PASSED = "passed"
 FINDING = "finding"
@@ -149,10 +150,6 @@ class Cell:
         )
 
 
-def _version_key(version: str) -> tuple[tuple[int, str], ...]:
-    return tuple((int(p), "") if p.isdigit() else (-1, p) for p in re.split(r"[.\-]", version))
-
-
 def raychaos_tests(results: Results) -> list[TestResult]:
     """Results raychaos wrote: they carry the ray_version parameter or a claim label. Every
     trial of ``--raychaos-trials`` counts (a claim is as good as its worst trial)."""
@@ -166,7 +163,7 @@ def release_of(test: TestResult) -> str:
 
 def releases_of(tests: Iterable[TestResult]) -> list[str]:
     """The releases ``tests`` ran against, oldest first."""
-    return sorted({release_of(t) for t in tests}, key=_version_key)
+    return sort_releases({release_of(t) for t in tests})
 
 
 def load_raychaos(directory: Path) -> Results:

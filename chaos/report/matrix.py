@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from chaos.report.coverage import NOT_JUDGED, verdict_for, verdict_of
 from chaos.report.model import GONE, MEASUREMENTS, TestResult
+from chaos.spec.releases import sort_releases
 
 #: A cell shows the worst result among its tests; worst first. A finding that no longer
 #: reproduces asks for an edit (its marker), not an investigation: after failed and broken.
@@ -31,13 +31,9 @@ def worst(statuses: Iterable[str]) -> str:
     return min(ranked, key=STATUS_ORDER.index) if ranked else NOT_RUN
 
 
-def _version_key(version: str) -> tuple[tuple[int, str], ...]:
-    return tuple((int(p), "") if p.isdigit() else (-1, p) for p in re.split(r"[.\-]", version))
-
-
 def versions_of(tests: Iterable[TestResult]) -> list[str]:
     found = {t.ray_version for t in tests if t.claims and t.ray_version}
-    return sorted(found, key=_version_key) or ["—"]
+    return sort_releases(found) or ["—"]
 
 
 def _status_for(claim: str, test: TestResult) -> str:

@@ -13,8 +13,8 @@ import contextlib
 import shlex
 from typing import TYPE_CHECKING
 
-from chaos.cluster.plan import RAY_LOGS
-from chaos.report.steps import step
+from chaos.spec.plan import RAY_LOGS
+from chaos.steps import step
 
 if TYPE_CHECKING:
     from chaos.cluster.cluster import Cluster

@@ -16,9 +16,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from chaos.observer.history import Event, History, Kind
+from chaos.history import Event, History, Kind
+
+if TYPE_CHECKING:
+    from chaos.experiment import Experiment
 
 _STATE_COLOURS = {"ALIVE": "#2e9e4f", "DEAD": "#c62828"}
 _SKIP_KINDS = {"exec_ended", "observer_started", "node_state", "actor_state", "pg_state"}
@@ -113,6 +116,22 @@ class _Canvas:
         inverse = self.ax.transData.inverted()
         (x0, y0), (x1, y1) = inverse.transform([(box.x0, box.y0), (box.x1, box.y1)])
         return abs(x1 - x0), abs(y1 - y0)
+
+
+def write_evidence(kit: Experiment, directory: Path, test_id: str) -> tuple[Path, Path | None]:
+    """The kit's history JSON and, beside it, its timeline picture (None: nothing to draw)."""
+    history = kit.write_history(directory, test_id)
+    stem = history.name.removesuffix(".history.json")
+    try:
+        picture = render(
+            kit.history,
+            history.with_name(f"{stem}.timeline.png"),
+            names={n.ip: n.name for n in kit.cluster.ray_nodes()},
+            title=test_id,
+        )
+    except ValueError:
+        return history, None
+    return history, picture
 
 
 def render(history: History, path: Path, *, names: Mapping[str, str], title: str = "") -> Path:

@@ -16,7 +16,7 @@ import weakref
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from chaos.observer.history import Kind
+from chaos.history import Kind
 
 if TYPE_CHECKING:
     from chaos.cluster.cluster import Cluster

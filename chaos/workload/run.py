@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from chaos.errors import WorkloadError, WorkloadTimeout
-from chaos.observer.history import Event, History, Kind
-from chaos.report.steps import mark, seconds, short, step
+from chaos.history import Event, History, Kind
+from chaos.steps import mark, seconds, short, step
 
 if TYPE_CHECKING:
     from chaos.backends.base import Stream

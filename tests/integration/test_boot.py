@@ -18,9 +18,9 @@ from chaos.backends.docker.backend import DockerBackend
 from chaos.backends.docker.images import ImageBuilder
 from chaos.cluster.cluster import Cluster
 from chaos.cluster.readiness import DEFAULT_CPU_SHARES, START_RETRIES
-from chaos.cluster.spec import ClusterSpec, NodeSpec
 from chaos.errors import ClusterBootTimeout, WorkloadError
 from chaos.labels import RunIdentity
+from chaos.spec.topology import ClusterSpec, NodeSpec
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -17,6 +17,7 @@ from chaos.experiment import Experiment
 from chaos.nemesis.nemesis import Nemesis
 from chaos.nemesis.network import CHAIN_PREFIX, connects
 from chaos.observer.gaps import Sampling, gaps, samples
+from chaos.report.timeline import write_evidence
 
 FAST = {
     "RAY_health_check_initial_delay_ms": "0",
@@ -54,7 +55,7 @@ def test_kill_node_is_seen_dead_within_the_health_check_band(
     assert stays_dead(experiment, victim_id, fault.injected_at, "worker-1 killed")[-1] == "DEAD"
     beats = samples(experiment.history)
     assert len(beats) >= 5 and not gaps(experiment.history, beats[0], beats[-1], sampling.max_gap_s)
-    _, picture = experiment.write_evidence(tmp_path, "kill")
+    _, picture = write_evidence(experiment, tmp_path, "kill")
     assert picture is not None and picture.stat().st_size > 10_000
 
 

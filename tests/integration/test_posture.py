@@ -18,7 +18,7 @@ from tenacity import Retrying, stop_after_attempt, wait_fixed
 
 from chaos.backends.docker.backend import DockerBackend
 from chaos.cluster.cluster import Cluster
-from chaos.cluster.plan import DASHBOARD_PORT, GCS_PORT, REDIS_PORT
+from chaos.spec.plan import DASHBOARD_PORT, GCS_PORT, REDIS_PORT
 
 #: Bit of CAP_NET_ADMIN in /proc/<pid>/status CapEff.
 CAP_NET_ADMIN = 1 << 12

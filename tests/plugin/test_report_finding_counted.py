@@ -40,7 +40,7 @@ import pytest
 
 from chaos.errors import CheckFailed
 from chaos.report.labels import label_claims
-from chaos.report.steps import step
+from chaos.steps import step
 
 DIED = "INV-02: nodes died that the experiment did not kill: worker-2 (missed heartbeats)"
 

@@ -26,7 +26,7 @@ from types import SimpleNamespace
 import pytest
 
 from chaos.nemesis.base import Fault, Runner
-from chaos.observer.history import History
+from chaos.history import History
 from chaos.waits import wait_until
 
 

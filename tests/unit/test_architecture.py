@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[2] / "chaos"
-ROLES = ("cluster", "backends", "workload", "nemesis", "observer", "check", "report")
+ROLES = ("spec", "cluster", "backends", "workload", "nemesis", "observer", "check", "report")
 MAX_CLASS_LINES = 300
 
 

@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from chaos.boot_ahead import NO_BOOT_AHEAD, BootAhead, eligible
-from chaos.cluster.spec import ClusterSpec, NodeSpec
 from chaos.errors import ClusterBootTimeout
 from chaos.interrupts import INTERRUPTED
+from chaos.spec.topology import ClusterSpec, NodeSpec
 
 SPEC = ClusterSpec()
 OTHER = ClusterSpec(workers=(NodeSpec(name="worker", count=3),))

@@ -4,8 +4,8 @@ release, an image of ours is used as it is (a fake backend: no Docker)."""
 from __future__ import annotations
 
 from chaos.cluster.boot import image_for
-from chaos.cluster.image_contract import ImageProbe
-from chaos.cluster.spec import ClusterSpec, NodeSpec
+from chaos.spec.image_contract import ImageProbe
+from chaos.spec.topology import ClusterSpec, NodeSpec
 
 
 class Backend:

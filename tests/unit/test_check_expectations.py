@@ -23,15 +23,15 @@ from chaos.check import (
     lost_object_error,
 )
 from chaos.check.expectations import READ
-from chaos.cluster import checks
 from chaos.errors import ChaosError
+from chaos.spec import releases
 
 EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
 NAMES = [e.name for e in EXPECTATIONS]
 
 
 def key(version: str) -> Version:
-    return checks.release_key(version)
+    return releases.release_key(version)
 
 
 def test_names_are_unique() -> None:
@@ -45,7 +45,7 @@ def test_every_expectation_has_evidence_naming_a_file_and_a_read_release(e: Expe
     assert re.search(r"\bray/\S+", e.evidence), e.evidence
     assert any(v in e.evidence for v in e.read), e.evidence
     assert e.since in e.read, "the first release must itself have been read"
-    known = checks.known_releases()
+    known = releases.shipped()
     assert set(e.read) <= set(known), set(e.read) - set(known)
 
 
@@ -71,13 +71,13 @@ def test_boundaries(e: Expectation) -> None:
     assert applies(e.name, e.since) is True
     assert expected(e.name, e.since) == e.then
     # Every release read from ``since`` on, and every newer one known, has ``then``.
-    newer = [v for v in checks.known_releases() if key(v) >= key(e.since)]
+    newer = [v for v in releases.shipped() if key(v) >= key(e.since)]
     assert all(expected(e.name, v) == e.then for v in newer)
     if e.last_before is not None:
         assert applies(e.name, e.last_before) is False
         assert expected(e.name, e.last_before) == e.before
         assert expected(e.name, e.floor) == e.before
-    older = [v for v in checks.known_releases() if key(v) < key(e.floor)]
+    older = [v for v in releases.shipped() if key(v) < key(e.floor)]
     with pytest.raises(NotChecked, match=re.escape(e.floor)):
         expected(e.name, older[-1])
 
@@ -174,7 +174,7 @@ def test_expectations_are_frozen() -> None:
 
 def test_read_is_oldest_first_and_known() -> None:
     assert list(READ) == sorted(READ, key=key)
-    assert set(READ) <= set(checks.known_releases())
+    assert set(READ) <= set(releases.shipped())
 
 
 def test_exported_from_chaos_check() -> None:

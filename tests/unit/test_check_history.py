@@ -19,8 +19,8 @@ from chaos.check import (
     unobservable_window,
 )
 from chaos.errors import CheckFailed
+from chaos.history import Event, History, Kind, Source
 from chaos.nemesis import Fault
-from chaos.observer.history import Event, History, Kind, Source
 
 VICTIM = "a" * 56
 BYSTANDER = "b" * 56

@@ -1,4 +1,4 @@
-"""Knob presets are written once, in chaos.check.knobs; named topologies refer to them by name."""
+"""Knob presets are written once, in chaos.spec.knobs; named topologies refer to them by name."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from chaos.check import FAST_HEALTH_CHECKS, GCS_RECONNECT, PRESETS, node_death_band
-from chaos.cluster import spec as spec_module
-from chaos.cluster.spec import load_topology, topologies_dir
 from chaos.errors import SpecError
+from chaos.spec import topology as spec_module
+from chaos.spec.topology import load_topology, topologies_dir
 
 
 @pytest.fixture

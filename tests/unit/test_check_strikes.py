@@ -17,8 +17,8 @@ from chaos.check import (
     strike_on,
 )
 from chaos.experiment import Experiment
+from chaos.history import Event
 from chaos.nemesis import Fault, Nemesis
-from chaos.observer.history import Event
 from chaos.workload.run import WorkloadRun
 
 

@@ -23,10 +23,10 @@ from chaos.backends.docker import execstream, images
 from chaos.backends.docker.backend import DockerBackend
 from chaos.backends.docker.client import EngineUnresponsive, translated
 from chaos.cli import main
-from chaos.cluster import spec as spec_module
 from chaos.cluster.cluster import Cluster
-from chaos.cluster.spec import ClusterSpec, load_topology
 from chaos.errors import ChaosError, DockerOperationError, ImageBuildError, SpecError, WorkloadError
+from chaos.spec import topology as spec_module
+from chaos.spec.topology import ClusterSpec, load_topology
 from chaos.testkit import ClusterFactory, TeardownError
 
 

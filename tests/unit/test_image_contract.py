@@ -12,15 +12,15 @@ import pytest
 
 from chaos.backends.base import ExecResult
 from chaos.backends.docker.derived import _explained
-from chaos.cluster.image_contract import (
+from chaos.errors import ImageBuildError, ImageLacksTool
+from chaos.nemesis.base import run
+from chaos.spec.image_contract import (
     FAULT_TOOLS,
     REQUIRED_TOOLS,
     ImageProbe,
     needed_tools,
     skip_reason,
 )
-from chaos.errors import ImageBuildError, ImageLacksTool
-from chaos.nemesis.base import run
 
 ROOT = Path(__file__).resolve().parents[2]
 REPORT = {

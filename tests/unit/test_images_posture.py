@@ -17,8 +17,9 @@ from typing import Any
 import pytest
 
 from chaos.backends.docker.backend import NETWORK_OPTIONS, DockerBackend
-from chaos.cluster import plan as plan_module
-from chaos.cluster.plan import (
+from chaos.labels import RunIdentity
+from chaos.spec import plan as plan_module
+from chaos.spec.plan import (
     HEAD_START_WITH_SECRET,
     PIDS_LIMIT,
     RAY_CAPABILITIES,
@@ -28,8 +29,7 @@ from chaos.cluster.plan import (
     plan_cluster,
     redis_plan,
 )
-from chaos.cluster.spec import ClusterSpec, NodeSpec
-from chaos.labels import RunIdentity
+from chaos.spec.topology import ClusterSpec, NodeSpec
 
 PASSWORD = "0123456789abcdef01234567"
 SUBNET = ipaddress.IPv4Network("10.99.0.0/24")

@@ -11,13 +11,13 @@ from typing import TYPE_CHECKING, cast
 import pytest
 
 from chaos.backends.base import ExecResult
-from chaos.cluster.spec import NodeSpec
 from chaos.errors import ChaosError, FaultNotObserved, HealError, WorkloadError
+from chaos.history import History
 from chaos.nemesis import Degrade, Fault, Partition, PauseNode, Together
 from chaos.nemesis.nemesis import Nemesis
 from chaos.nemesis.network import remove_chain
 from chaos.nemesis.process import pids
-from chaos.observer.history import History
+from chaos.spec.topology import NodeSpec
 
 if TYPE_CHECKING:
     from chaos.backends.base import Stream

@@ -20,8 +20,8 @@ import pytest
 from chaos.check import stays_dead
 from chaos.errors import ChaosError, CheckFailed, ObserverGap
 from chaos.experiment import Experiment
+from chaos.history import Event, History, Kind, Source
 from chaos.observer.gaps import Sampling, gaps, observed
-from chaos.observer.history import Event, History, Kind, Source
 from chaos.observer.observer import Observer
 
 VICTIM = "a" * 56

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from chaos import releases
 from chaos.backends.docker.images import BuildSettings, ImageBuilder, node_image_tag
 from chaos.errors import ImageBuildError
+from chaos.spec import releases
 
 
 def make_wheel(directory: Path, version: str, platform: str = "manylinux2014_x86_64") -> Path:

@@ -13,11 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from chaos import releases
 from chaos.check.expectations import beyond_read, expectation
 from chaos.check.versions import at_least, skew_partner
-from chaos.cluster import checks
 from chaos.errors import SpecError
+from chaos.spec import releases, validation
 
 ORDERED = ["2.60.0", "2.61.0.dev0", "2.61.0rc1", "2.61.0", "2.61.0+mycorp.1", "2.61.0.post1"]
 
@@ -62,7 +61,7 @@ OFFLINE = (
 
 
 def use_pip(monkeypatch: pytest.MonkeyPatch, pip: tuple[str, ...]) -> None:
-    """What checks.ray_version asks goes to ``pip``."""
+    """What validation.ray_version asks goes to ``pip``."""
     real = releases.index_releases
 
     def through(**kwargs: object) -> releases.IndexAnswer:
@@ -82,24 +81,24 @@ def test_pep440_releases_are_versions(version: str) -> None:
 @pytest.mark.parametrize("version", ["2.60", "latest", "2.60.0-rc1", "v2.60.0", "2.60.0+"])
 def test_other_strings_are_not(version: str) -> None:
     with pytest.raises(SpecError) as info:
-        checks.ray_version(version, "ray_version")
+        validation.ray_version(version, "ray_version")
     assert "2.60.0" in str(info.value) and "\n" not in str(info.value)
 
 
 def test_release_order_is_pep440s() -> None:
-    assert sorted(reversed(ORDERED), key=checks.release_key) == ORDERED
+    assert sorted(reversed(ORDERED), key=releases.release_key) == ORDERED
     assert at_least("2.61.0rc1", "2.60.0") and not at_least("2.61.0rc1", "2.61.0")
-    assert checks.release_key("2.10.0") > checks.release_key("2.9.3")
+    assert releases.release_key("2.10.0") > releases.release_key("2.9.3")
 
 
 def test_a_skew_partner_exists_for_a_release_not_shipped() -> None:
     assert skew_partner("2.61.0rc1", ["2.61.0rc1"]) == "2.60.0"
     assert skew_partner("2.60.0+mycorp.1", ["2.60.0+mycorp.1"]) == "2.60.0"
-    assert skew_partner("2.0.0", ["2.0.0"]) == checks.known_releases()[0]
+    assert skew_partner("2.0.0", ["2.0.0"]) == releases.shipped()[0]
 
 
 def test_the_shipped_list_ignores_its_comments() -> None:
-    shipped = checks.known_releases()
+    shipped = releases.shipped()
     assert shipped[-1] == "2.60.0" and all(releases.VERSION_RE.match(v) for v in shipped)
 
 
@@ -197,7 +196,7 @@ def test_a_hung_pip_is_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
 # -- validation -------------------------------------------------------------------------
 def test_a_shipped_release_asks_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     use_pip(monkeypatch, fake_pip(tmp_path, "sys.exit(3)\n"))
-    assert checks.ray_version("2.59.0", "ray_version") == "2.59.0"
+    assert validation.ray_version("2.59.0", "ray_version") == "2.59.0"
     assert calls(tmp_path) == 0
 
 
@@ -205,8 +204,8 @@ def test_a_release_on_the_index_is_accepted(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     use_pip(monkeypatch, fake_pip(tmp_path, answering("2.61.0", "2.61.0rc1", "2.60.0")))
-    assert checks.ray_version("2.61.0", "ray_version") == "2.61.0"
-    assert checks.ray_version("2.61.0rc1", "ray_version") == "2.61.0rc1"
+    assert validation.ray_version("2.61.0", "ray_version") == "2.61.0"
+    assert validation.ray_version("2.61.0rc1", "ray_version") == "2.61.0rc1"
     assert calls(tmp_path) == 1
 
 
@@ -224,10 +223,10 @@ def test_a_cached_answer_without_the_release_is_asked_again(
         ),
     )
     with pytest.raises(SpecError):
-        checks.ray_version("2.61.0", "ray_version")
+        validation.ray_version("2.61.0", "ray_version")
     listed.write_text("2.61.0, 2.60.0")
     monkeypatch.setattr(releases, "_ANSWERS", {})  # a later run: the cache says 2.60.0 only
-    assert checks.ray_version("2.61.0", "ray_version") == "2.61.0"
+    assert validation.ray_version("2.61.0", "ray_version") == "2.61.0"
     assert calls(tmp_path) == 2
 
 
@@ -236,7 +235,7 @@ def test_a_release_absent_from_the_index_is_one_line_naming_its_nearest(
 ) -> None:
     use_pip(monkeypatch, fake_pip(tmp_path, answering("2.62.0", "2.61.0", "2.61.0rc1", "2.60.0")))
     with pytest.raises(SpecError) as info:
-        checks.ray_version("2.61.5", "ray_version")
+        validation.ray_version("2.61.5", "ray_version")
     assert str(info.value) == (
         "ray_version: expected a Ray release with cp311 manylinux wheels on the configured "
         "package index, got '2.61.5' — nearest on the package index: 2.61.0rc1, 2.61.0, 2.62.0 "
@@ -250,7 +249,7 @@ def test_offline_a_release_not_shipped_is_refused_naming_the_shipped_ones(
     use_pip(monkeypatch, fake_pip(tmp_path, OFFLINE))
     monkeypatch.setattr(releases, "_stderr", lambda _: None)
     with pytest.raises(SpecError) as info:
-        checks.ray_version("2.61.0", "ray_version")
+        validation.ray_version("2.61.0", "ray_version")
     text = str(info.value)
     assert "package index not reachable (https://index.example/simple/ray/" in text
     assert "shipped with raychaos: 2.59.0, 2.60.0 (newest 2.60.0)" in text
@@ -330,7 +329,7 @@ def test_a_provided_wheel_is_valid_without_the_index(
 ) -> None:
     use_pip(monkeypatch, fake_pip(tmp_path, "sys.exit(3)\n"))
     releases.provide(releases.read_wheel(make_wheel(tmp_path), "w"))
-    assert checks.ray_version("2.61.0+mycorp.1", "ray_version") == "2.61.0+mycorp.1"
+    assert validation.ray_version("2.61.0+mycorp.1", "ray_version") == "2.61.0+mycorp.1"
     assert calls(tmp_path) == 0
     assert set(releases.provided()) == {"2.61.0+mycorp.1"}
 
@@ -340,7 +339,7 @@ def test_a_release_a_ready_made_image_holds_is_valid_without_the_index(
 ) -> None:
     use_pip(monkeypatch, fake_pip(tmp_path, "sys.exit(3)\n"))
     releases.held_by_image("2.60.0+mycorp.1")
-    assert checks.ray_version("2.60.0+mycorp.1", "ray_version") == "2.60.0+mycorp.1"
+    assert validation.ray_version("2.60.0+mycorp.1", "ray_version") == "2.60.0+mycorp.1"
     assert calls(tmp_path) == 0
 
 

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from chaos.cluster.spec import ClusterSpec, NodeSpec
 from chaos.nemesis.base import Fault, Together, describe
+from chaos.nemesis.exhaustion import FillDisk, MemoryPressure
 from chaos.nemesis.host import KillNode, PauseNode, RestartNode, StopNode
 from chaos.nemesis.network import Degrade, Partition
 from chaos.nemesis.process import KillGcs, KillRaylet, KillWorker
-from chaos.nemesis.resources import FillDisk, MemoryPressure
-from chaos.report.steps import mark, seconds, short, step
+from chaos.spec.topology import ClusterSpec, NodeSpec
+from chaos.steps import mark, seconds, short, step
 from chaos.testkit import describe_spec
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import pytest
 
-from chaos.observer.history import History, Kind, Source
+from chaos.history import History, Kind, Source
 from chaos.report.timeline import Window, figure, place, render, windows
 
 NAMES = {"10.0.0.1": "head", "10.0.0.2": "worker-1", "10.0.0.3": "driver"}

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from chaos import releases
 from chaos.settings import SettingError, resolve
+from chaos.spec import releases
 
 
 def test_defaults() -> None:

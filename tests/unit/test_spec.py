@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from chaos.cluster.spec import ClusterSpec, NodeSpec, load_topology, parse_size
 from chaos.errors import ChaosError, SpecError
+from chaos.spec.topology import ClusterSpec, NodeSpec, load_topology, parse_size
 
 
 @pytest.mark.parametrize(

@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from chaos.cluster.spec import ClusterSpec
 from chaos.errors import SpecError
+from chaos.spec.topology import ClusterSpec
 
 
 def build(data: Any) -> ClusterSpec:

@@ -146,9 +146,9 @@ class _Backend:
 
 def test_a_cluster_timing_comes_from_its_history_and_its_removal() -> None:
     from chaos.cluster.cluster import Cluster
-    from chaos.cluster.spec import ClusterSpec
-    from chaos.observer.history import Kind, Source
+    from chaos.history import Kind, Source
     from chaos.report.timing import attach, cluster_timing, removing
+    from chaos.spec.topology import ClusterSpec
 
     cluster = Cluster(ClusterSpec(), _Backend())  # type: ignore[arg-type]
     assert cluster_timing(cluster) == {"cluster": "rc-t1-cluster", "nodes": 0, "booted": False}

@@ -54,8 +54,8 @@ from chaos.experiment import Experiment
 from chaos.nemesis.host import KillNode, PauseNode
 from chaos.nemesis.network import Degrade, remove_chain
 from chaos.nemesis.process import assert_gone
-from chaos.nemesis.resources import FillDisk, MemoryPressure
-from chaos.observer.history import Event, History, Kind, Source
+from chaos.nemesis.exhaustion import FillDisk, MemoryPressure
+from chaos.history import Event, History, Kind, Source
 from chaos.observer.observer import Observer
 from chaos.waits import wait_until
 

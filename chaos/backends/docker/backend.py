@@ -48,8 +48,8 @@ if TYPE_CHECKING:
     from docker.models.containers import Container
     from docker.models.networks import Network
 
-    from chaos.cluster.image_contract import ImageProbe
-    from chaos.cluster.plan import NodePlan
+    from chaos.spec.image_contract import ImageProbe
+    from chaos.spec.plan import NodePlan
 
 #: An exec whose output has ended gets this long to be reaped before its exit code is unknown.
 EXEC_REAP_S = 10.0

@@ -23,8 +23,8 @@ from chaos.backends.docker import docker_backend
 from chaos.backends.docker.client import call
 from chaos.backends.docker.images import ImageBuilder
 from chaos.cluster.cluster import Cluster
-from chaos.cluster.spec import ClusterSpec, NodeSpec
 from chaos.errors import ChaosError
+from chaos.spec.topology import ClusterSpec, NodeSpec
 
 if TYPE_CHECKING:
     import docker

@@ -27,10 +27,10 @@ from chaos import labels
 from chaos.backends.docker import docker_backend
 from chaos.cluster import boot
 from chaos.cluster.boot_slots import boot_slot, default_slots
-from chaos.cluster.plan import NodePlan
-from chaos.cluster.spec import ClusterSpec, NodeSpec
 from chaos.errors import ChaosError, CheckFailed
 from chaos.resources import default_cache_dir
+from chaos.spec.plan import NodePlan
+from chaos.spec.topology import ClusterSpec, NodeSpec
 from chaos.waits import wait_until
 
 if TYPE_CHECKING:

@@ -14,13 +14,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from chaos.backends.docker.client import translated
-from chaos.cluster.plan import LIB_DIR
 from chaos.errors import DockerOperationError, WorkloadError
+from chaos.spec.plan import LIB_DIR
 
 if TYPE_CHECKING:
     from docker.models.containers import Container
 
-    from chaos.cluster.plan import NodePlan
+    from chaos.spec.plan import NodePlan
 
 #: Every container: setuid binaries and file capabilities can never raise privileges.
 SECURITY_OPTS = ("no-new-privileges",)

@@ -26,9 +26,9 @@ from typing import TYPE_CHECKING
 
 from chaos import labels
 from chaos.backends.docker.client import call
-from chaos.cluster.image_contract import ImageProbe
 from chaos.errors import ImageBuildError
 from chaos.resources import fixtures_path
+from chaos.spec.image_contract import ImageProbe
 
 if TYPE_CHECKING:
     from chaos.backends.docker.images import ImageBuilder

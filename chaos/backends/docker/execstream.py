@@ -1,6 +1,6 @@
 """A process inside a container, streamed live through ``docker exec``.
 
-Lines the agent marks (``@@raychaos {json}``) become :class:`~chaos.observer.history.Event` s
+Lines the agent marks (``@@raychaos {json}``) become :class:`~chaos.history.Event` s
 as they arrive: in the stream's own channel (:meth:`ExecStream.events`, which readiness and
 INV-01 read) and in the experiment's history (the evidence log); every other line is kept as
 output. The process is bounded inside the
@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from chaos.backends.base import EventSink
 from chaos.backends.docker.client import EngineUnresponsive, call, translated
 from chaos.errors import DockerOperationError, WorkloadError
-from chaos.observer.history import Event, Kind
+from chaos.history import Event, Kind
 
 if TYPE_CHECKING:
     from docker.models.containers import Container

@@ -34,10 +34,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from chaos import labels, releases
+from chaos import labels
 from chaos.backends.docker.client import call, translated
 from chaos.errors import ChaosError, ImageBuildError
 from chaos.resources import default_cache_dir, fixtures_path
+from chaos.spec import releases
 
 if TYPE_CHECKING:
     import docker
@@ -145,7 +146,7 @@ class BuildSettings:
     #: pip.conf): `pip download` gets no index option and inherits the environment.
     pip: tuple[str, ...] = (sys.executable, "-m", "pip")
     #: Versions built from a wheel file instead of the index (``--raychaos-ray-wheel``); by
-    #: default the wheels this process was given (:func:`chaos.releases.provided`).
+    #: default the wheels this process was given (:func:`chaos.spec.releases.provided`).
     wheels: Mapping[str, releases.RayWheel] = field(default_factory=releases.provided)
 
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Literal
 
-from chaos.cluster.spec import ClusterSpec, NodeSpec, group_names, parse_size
+from chaos.spec.topology import ClusterSpec, NodeSpec, group_names, parse_size
 
 Role = Literal["head", "worker", "driver", "redis"]
 GCS_PORT = 6379

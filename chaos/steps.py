@@ -21,7 +21,7 @@ def _open(title: str) -> Any:
     try:
         import allure
 
-        context = allure.step(title)
+        context: Any = allure.step(title)
         context.__enter__()
         return context
     except Exception:  # noqa: BLE001 - reporting never breaks an action

@@ -1,6 +1,6 @@
 """Which Ray releases a run can use: shipped, on the configured package index, or a wheel file.
 
-:func:`chaos.cluster.checks.ray_version` (the one validation every caller uses) asks, in order:
+:func:`chaos.spec.validation.ray_version` (the one validation every caller uses) asks, in order:
 
 1. The releases shipped with raychaos (``fixtures/ray-releases.txt``): accepted with no query,
    so a run of a listed release never waits on the network before its image build.
@@ -29,7 +29,7 @@ import sys
 import tempfile
 import time
 import zipfile
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -94,6 +94,19 @@ def nearest(version: str, releases: Sequence[str], count: int = 2) -> tuple[str,
     ordered = sorted(releases, key=release_key)
     at = sum(1 for v in ordered if release_key(v) < release_key(version))
     return tuple(ordered[max(0, at - count) : at + count])
+
+
+def sort_releases(versions: Iterable[str]) -> list[str]:
+    """``versions`` in :func:`release_key` order. A label that is no release (a report's
+    ``unversioned``) sorts first, by name, so a report never fails on one odd result."""
+
+    def key(version: str) -> tuple[int, Version, str]:
+        try:
+            return (1, release_key(version), "")
+        except InvalidVersion:
+            return (0, Version("0"), version)
+
+    return sorted(versions, key=key)
 
 
 # -- wheels given by the user --------------------------------------------------------------

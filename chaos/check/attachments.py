@@ -10,7 +10,7 @@ import contextlib
 import json
 from typing import TYPE_CHECKING, Any
 
-from chaos.report.steps import step
+from chaos.steps import step
 
 if TYPE_CHECKING:
     from chaos.experiment import Experiment

@@ -15,8 +15,10 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Literal, cast
 
-from chaos.cluster import checks
+import chaos.spec.validation as validation
 from chaos.errors import SpecError
+from chaos.resources import fixtures_path
+from chaos.spec.knobs import PRESETS
 
 DEFAULT_RAY_VERSION = "2.60.0"
 #: Debian bookworm's python3; the offline image recipe installs cp311 wheels into it.
@@ -136,13 +138,13 @@ class NodeSpec:
 
     def validate(self, where: str) -> None:
         """Raise :class:`SpecError` naming ``where.field`` for the first invalid field."""
-        checks.name(self.name, f"{where}.name")
-        checks.whole(self.count, f"{where}.count")
+        validation.name(self.name, f"{where}.name")
+        validation.whole(self.count, f"{where}.count")
         for attr in ("num_cpus", "num_gpus"):
             # Ray's --num-cpus/--num-gpus take whole numbers; a fraction fails `ray start`.
-            checks.whole(getattr(self, attr), f"{where}.{attr}", what=f"a whole {attr}")
+            validation.whole(getattr(self, attr), f"{where}.{attr}", what=f"a whole {attr}")
         if self.cpu_limit is not None:
-            checks.number(self.cpu_limit, f"{where}.cpu_limit", positive=True)
+            validation.number(self.cpu_limit, f"{where}.cpu_limit", positive=True)
         memory = parse_size(self.memory, f"{where}.memory")
         store = parse_size(self.object_store, f"{where}.object_store")
         if self.ray_memory is not None:
@@ -162,22 +164,20 @@ class NodeSpec:
                 self.object_store,
                 hint="raise memory or lower object_store",
             )
-        checks.resources(self.resources, f"{where}.resources")
-        checks.labels(self.labels, f"{where}.labels")
-        checks.env(self.env, f"{where}.env")
-        checks.tmpfs(self.tmpfs, f"{where}.tmpfs")
-        checks.args(self.extra_args, f"{where}.extra_args")
-        checks.flag(self.expect_join, f"{where}.expect_join")
+        validation.resources(self.resources, f"{where}.resources")
+        validation.labels(self.labels, f"{where}.labels")
+        validation.env(self.env, f"{where}.env")
+        validation.tmpfs(self.tmpfs, f"{where}.tmpfs")
+        validation.args(self.extra_args, f"{where}.extra_args")
+        validation.flag(self.expect_join, f"{where}.expect_join")
         if self.ray_version is not None:
-            checks.ray_version(self.ray_version, f"{where}.ray_version")
-        checks.optional_str(self.image, f"{where}.image", "an image reference", checks.IMAGE_RE)
-        checks.optional_str(
+            validation.ray_version(self.ray_version, f"{where}.ray_version")
+        validation.optional_str(
+            self.image, f"{where}.image", "an image reference", validation.IMAGE_RE
+        )
+        validation.optional_str(
             self.head_address, f"{where}.head_address", "HOST:PORT", re.compile(r"^\S+:\d+$")
         )
-
-
-def _check_version(version: Any, field_name: str) -> None:
-    checks.ray_version(version, field_name)
 
 
 @dataclass(frozen=True)
@@ -206,16 +206,16 @@ class ClusterSpec:
 
     def validate(self) -> ClusterSpec:
         """Return self, or raise one :class:`SpecError` naming the field and the fix."""
-        checks.name(self.name, "name")
-        checks.ray_version(self.ray_version, "ray_version")
+        validation.name(self.name, "name")
+        validation.ray_version(self.ray_version, "ray_version")
         if not isinstance(self.python, str) or not _PY_RE.match(self.python):
             raise SpecError("python", "a Python version such as '3.11'", self.python)
-        checks.optional_str(self.image, "image", "an image reference", checks.IMAGE_RE)
+        validation.optional_str(self.image, "image", "an image reference", validation.IMAGE_RE)
         if not isinstance(self.gcs_ft, str) or self.gcs_ft not in GCS_FT_CHOICES:
             raise SpecError("gcs_ft", f"one of {', '.join(GCS_FT_CHOICES)}", self.gcs_ft)
-        checks.number(self.boot_timeout_s, "boot_timeout_s", positive=True)
-        checks.flag(self.driver, "driver")
-        checks.env(self.env, "env")
+        validation.number(self.boot_timeout_s, "boot_timeout_s", positive=True)
+        validation.flag(self.driver, "driver")
+        validation.env(self.env, "env")
         if not isinstance(self.head, NodeSpec):
             raise SpecError("head", "a node spec such as {'num_cpus': 1}", self.head)
         self.head.validate("head")
@@ -310,8 +310,6 @@ def _node_from_dict(data: Any, where: str) -> NodeSpec:
 
 def topologies_dir() -> Path:
     """The named topologies shipped with the package (``fixtures/clusters/*.json``)."""
-    from chaos.resources import fixtures_path
-
     return fixtures_path("clusters")
 
 
@@ -319,13 +317,10 @@ def load_topology(name: str) -> ClusterSpec:
     """A named topology from ``fixtures/clusters/<name>.json``.
 
     ``"knob_presets": ["fast-health-checks", ...]`` names presets of
-    :data:`chaos.check.knobs.PRESETS`, so a knob set is written once, in Python, for the
+    :data:`chaos.spec.knobs.PRESETS`, so a knob set is written once, in Python, for the
     experiments and the topologies alike. They merge into ``env`` in order; the topology's own
     ``env`` wins over them.
     """
-    # Imported here: the checker sits above the cluster role and imports it.
-    from chaos.check.knobs import PRESETS
-
     path = topologies_dir() / f"{name}.json"
     if not path.is_file():
         available = sorted(p.stem for p in topologies_dir().glob("*.json"))
@@ -360,7 +355,7 @@ def load_topology(name: str) -> ClusterSpec:
                     "knob_presets",
                     f"one of {', '.join(sorted(PRESETS))}",
                     preset,
-                    hint="presets are defined in chaos.check.knobs.PRESETS",
+                    hint="presets are defined in chaos.spec.knobs.PRESETS",
                 )
             env.update(PRESETS[preset])
         own = data.get("env") or {}

@@ -12,9 +12,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from packaging.version import Version
-
-from chaos import releases
+import chaos.spec.releases as releases
 from chaos.errors import SpecError
 
 NAME_RE = re.compile(r"^[a-z][a-z0-9-]{0,19}$")
@@ -122,20 +120,10 @@ def optional_str(value: Any, where: str, expected: str, pattern: re.Pattern[str]
         raise SpecError(where, expected, value)
 
 
-def known_releases() -> tuple[str, ...]:
-    """Ray releases with cp311 wheels shipped with raychaos (``fixtures/ray-releases.txt``),
-    oldest first: the ones accepted without asking the package index."""
-    return releases.shipped()
-
-
-def release_key(version: str) -> Version:
-    """PEP 440 order (2.61.0.dev0 < 2.61.0rc1 < 2.61.0 < 2.61.0+mycorp.1 < 2.61.0.post1)."""
-    return releases.release_key(version)
-
-
 def ray_version(value: Any, where: str) -> str:
     """A Ray release the images can install: shipped with raychaos, given as a wheel
-    (``--raychaos-ray-wheel``), or on the package index pip is configured with."""
+    (``--raychaos-ray-wheel``), or on the package index pip is configured with. The one check
+    of a release: specs, the CLI, settings and the report commands all call it."""
     if not isinstance(value, str) or not VERSION_RE.match(value):
         raise SpecError(
             where,
@@ -146,7 +134,7 @@ def ray_version(value: Any, where: str) -> str:
     # A shipped release needs no query: a run of one never waits on the network here (its
     # image build may still download wheels once). Only a version raychaos does not list asks
     # the index, and a cached answer that lacks it is asked again (published since?).
-    if value in known_releases() or releases.local(value):
+    if value in releases.shipped() or releases.local(value):
         return value
     answer = releases.index_releases()
     if not answer.has(value) and answer.cached:
@@ -159,7 +147,7 @@ def ray_version(value: Any, where: str) -> str:
         where_from = "the package index has no cp311 manylinux wheels of ray; shipped with raychaos"
     else:
         where_from = "nearest on the package index"
-    pool = answer.versions or known_releases()
+    pool = answer.versions or releases.shipped()
     near = ", ".join(releases.nearest(value, pool))
     raise SpecError(
         where,
