@@ -29,10 +29,11 @@ from chaos.check import (
     absent_reason,
     applies,
     first_logged,
+    record,
 )
 from chaos.errors import FaultNotObserved, WorkloadError
 from chaos.experiment import Experiment
-from chaos.observer.history import Kind
+from chaos.history import Kind
 from chaos.waits import wait_until
 from chaos.workload.run import WorkloadRun
 
@@ -48,6 +49,16 @@ RAY_DEFAULTS = {
 }
 #: Process exit after Ray's own deadline, plus the host's ``ps`` polling on a loaded machine.
 EXIT_SLACK_S = 20.0
+#: GCS-07: how long the experiment waits for the GCS to exit after Redis died.
+REDIS_GONE_S = 30.0
+#: ``gcs_redis_heartbeat_interval_milliseconds`` (ray_config_def.h), not set by the experiment.
+REDIS_HEARTBEAT_MS = 100
+#: The health check's PING failing, then running out of retries (redis_context.cc).
+PING_FAILED = "Redis request [PING] failed"
+PING_FATAL = "Failed to run redis cmds: [PING]"
+GCS_LOGS = "/tmp/ray/session_latest/logs/gcs_server.*"
+#: Host and container share one clock; Ray stamps milliseconds.
+CLOCK_SLACK_S = 0.5
 #: GCS-02: each bounded ``ray.get`` during the outage, and how long the running task keeps
 #: working after the GCS died. The whole outage must stay inside the reconnect timeout.
 GET_S = 5.0
@@ -335,15 +346,37 @@ def test_gcs_away_longer_than_reconnect_timeout_ends_raylets_and_drivers(
 @pytest.mark.claim("GCS-07")
 @pytest.mark.parametrize("backend", ["redis"])
 def test_gcs_exits_when_its_redis_dies(experiment: Experiment, backend: str) -> None:
-    """The GCS health-checks Redis and exits when Redis is gone."""
+    """The GCS health-checks Redis and exits when Redis is gone: the check's own fatal line is
+    in the GCS log, after the kill, and the GCS is gone soon after it."""
     cluster = experiment.cluster
+    head = cluster.head.name
     redis = experiment.nemesis.kill_redis()
 
     def gcs_gone() -> None:
-        assert experiment.nemesis.pids(cluster.head.name, "gcs_server") == [], "gcs_server runs"
+        assert experiment.nemesis.pids(head, "gcs_server") == [], "gcs_server runs"
 
-    wait_until(gcs_gone, 30, "gcs_server exits after Redis died")
-    experiment.measure("Redis kill → GCS exit (s)", round(time.time() - redis.injected_at, 2))
+    wait_until(gcs_gone, REDIS_GONE_S, "gcs_server exits after Redis died")
+    gone = time.time()
+    experiment.measure("Redis kill → GCS exit (s)", round(gone - redis.injected_at, 2))
+    # The cause: the periodic Redis check's PING (gcs_server.cc, GCSServer.redis_health_check,
+    # every gcs_redis_heartbeat_interval_milliseconds) fails, is retried with backoff
+    # (redis_context.cc), and RedisRequestContext::Run ends the GCS once its retries are spent.
+    seen = first_logged(cluster, head, [PING_FAILED, PING_FATAL], log="gcs_server.*")
+    fatal = cluster.exec(head, ["sh", "-c", f"grep -h -F {PING_FATAL!r} {GCS_LOGS}; true"])
+    record(experiment, "GCS-07 GCS log", fatal.output)
+    assert PING_FATAL in seen, f"the GCS did not end on its Redis PING: {fatal.output!r}"
+    assert PING_FAILED in seen, "no failed PING before the fatal one"
+    detected = round(seen[PING_FAILED] - redis.injected_at, 3)
+    retried = round(seen[PING_FATAL] - seen[PING_FAILED], 3)
+    experiment.measure("Redis kill → first failed PING (s)", detected)
+    experiment.measure("first failed PING → fatal (s)", retried)
+    experiment.measure("gcs_redis_heartbeat_interval_milliseconds", REDIS_HEARTBEAT_MS)
+    # Measured 0.09-0.11 s: the first check after the kill fails (the peer is gone at once).
+    period_s = REDIS_HEARTBEAT_MS / 1000
+    assert -CLOCK_SLACK_S <= detected <= 2 * period_s + CLOCK_SLACK_S, (
+        f"the first failed PING came {detected} s after the kill; the check runs every {period_s} s"
+    )
+    assert seen[PING_FATAL] <= gone + CLOCK_SLACK_S, "the GCS exited before its PING gave up"
     experiment.waive("INV-01", "the cluster has no GCS by design")
     experiment.waive("INV-02", "raylets may exit without a GCS")
 

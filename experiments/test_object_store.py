@@ -10,6 +10,7 @@ the head with ``--memory`` / ``--object-store-memory``.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pytest
@@ -21,6 +22,8 @@ HEAD_STORE = {"num_cpus": 2, "object_store": "100m"}
 #: 300 MiB of live objects into a 100 MiB store.
 FILL: dict[str, Any] = {"total_mb": 300, "size_mb": 10}
 SPILL_DIR = "/spill"
+#: ``local_fs_capacity_threshold`` (ray_config_def.h): spilling stops when a disk is this full.
+LOCAL_FS_CAPACITY_THRESHOLD = 0.95
 #: STORE-02: plasma's fallback allocations go to the spill directory; a small tmpfs bounds them.
 FALLBACK_DIR = "/fallback"
 FALLBACK_MB = 60
@@ -31,6 +34,10 @@ HEAD_NO_SPILLING = {**HEAD_STORE, "memory": "3g", "extra_args": (SPILLING_OFF,)}
 SPILL_CONFIG = json.dumps({"type": "filesystem", "params": {"directory_path": SPILL_DIR}})
 OOM_KNOBS = {"RAY_memory_usage_threshold": "0.7", "RAY_memory_monitor_refresh_ms": "100"}
 MiB = 1024 * 1024
+#: ADVICE-01: a node's memory held above OOM_KNOBS's threshold (0.7), below the default 0.95.
+HELD_FRACTION = 0.82
+#: How long it is held: 50 refreshes at OOM_KNOBS's 100 ms, 20 at the default 250 ms.
+HOLD_S = 5.0
 
 
 def fill_evidence(experiment: Experiment, claim: str, result: dict[str, Any]) -> None:
@@ -240,13 +247,27 @@ def test_full_spill_disk_raises_out_of_disk(experiment: Experiment) -> None:
     assert "RayError" in error["bases"]
     assert "Local disk is full" in error["message"], error["message"]
     assert error["index"] < 30, "the failing put comes before all 300 MiB are in"
+    # The cause is the threshold itself: the raylet's file-system monitor reported the spill
+    # disk over local_fs_capacity_threshold (ray_config_def.h: 0.95) before the put failed.
+    monitor = experiment.cluster.exec(
+        "head", ["grep", "-m1", f"{SPILL_DIR} is over", "/tmp/ray/session_latest/logs/raylet.out"]
+    )
+    record(experiment, "STORE-03 file system monitor", monitor.output)
+    assert monitor.exit_code == 0, f"the raylet never logged {SPILL_DIR} over its threshold"
+    over = re.search(r"is over ([\d.]+)% full", monitor.output)
+    assert over is not None, monitor.output
+    assert float(over.group(1)) == LOCAL_FS_CAPACITY_THRESHOLD * 100, monitor.output
 
 
-@pytest.mark.claim("OOM-01")
+@pytest.mark.claim("OOM-01", "ADVICE-01")
 @pytest.mark.cluster(
     driver=False,
     head={"num_cpus": 1},
-    workers=[{"name": "worker", "num_cpus": 1, "memory": "1g", "env": OOM_KNOBS}],
+    workers=[
+        {"name": "worker", "num_cpus": 1, "memory": "1g", "env": OOM_KNOBS},
+        # ADVICE-01's control: the same node with Ray's defaults (threshold 0.95).
+        {"name": "control", "num_cpus": 1, "memory": "1g"},
+    ],
 )
 def test_memory_monitor_kills_the_worker_not_the_node(experiment: Experiment) -> None:
     """Above ``memory_usage_threshold`` the raylet kills the task's worker: ``max_retries=0``
@@ -281,6 +302,27 @@ def test_memory_monitor_kills_the_worker_not_the_node(experiment: Experiment) ->
     oom_exits = sum(v for k, v in exits.items() if "NODE_OUT_OF_MEMORY" in k)
     assert oom_exits >= 4, exits
     assert result["node_alive"], "the node must survive: the raylet kills workers instead"
+    knobs_take_effect(experiment)
+
+
+def knobs_take_effect(experiment: Experiment) -> None:
+    """ADVICE-01's settings that exist work: holding HELD_FRACTION of a node's memory, between
+    OOM_KNOBS's threshold and Ray's default, fails where the knobs are set and not elsewhere."""
+    held = experiment.cluster.run(
+        "workloads.store:memory_threshold_effect",
+        nodes=["worker", "control"],
+        fraction=HELD_FRACTION,
+        hold_s=HOLD_S,
+        timeout=300,
+    ).result()
+    record(experiment, "ADVICE-01 memory knobs", held)
+    knobbed, control = held["worker"], held["control"]
+    assert not knobbed["ok"] and knobbed["error"]["type"] == "OutOfMemoryError", knobbed
+    assert control["ok"], f"Ray's default threshold must let {HELD_FRACTION} be held: {control}"
+    lowest = control["value"]["lowest_while_held"]
+    assert lowest > float(OOM_KNOBS["RAY_memory_usage_threshold"]), (
+        f"the control held only {lowest} of its memory: the comparison proves nothing"
+    )
 
 
 @pytest.mark.claim("OOM-02")

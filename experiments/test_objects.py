@@ -32,7 +32,7 @@ from chaos.check import (
     strike_on,
 )
 from chaos.check.expectations import CORE_WORKER_RECONNECT_TIMEOUT_S
-from chaos.errors import ChaosError
+from chaos.errors import ChaosError, CheckFailed
 from chaos.experiment import Experiment
 
 MB = 1024 * 1024
@@ -375,7 +375,11 @@ def test_lineage_overrun_evicts_only_down_to_half_the_budget(experiment: Experim
     lose lineage; the finding: all of them do."""
     seen, overruns, evicted = evict_lineage(experiment)
     needed = rule_evictions(len(seen["objects"]), overruns.footprint, overruns.budget)
-    if evicted != needed:
+    # Only over-eviction is this finding: the oldest, a strict superset of the rule's set.
+    # Under-eviction or another set would be a different finding, so it fails the xfail.
+    if not set(needed) <= set(evicted):
+        raise CheckFailed(f"lineage evicted for producers {evicted}, Ray's rule evicts {needed}")
+    if set(needed) < set(evicted):
         raise LineageOverEvicted(
             f"lineage evicted for producers {evicted}, Ray's rule evicts {needed} "
             f"({overruns.footprint} B specs, {overruns.budget} B budget, overruns after "

@@ -409,3 +409,64 @@ def logical_memory(
     for a in default:
         ray.kill(a)
     return out
+
+
+def _cgroup_memory() -> tuple[int, int]:
+    """(used, limit) bytes of this container's memory cgroup, as Ray's memory monitor counts
+    them: usage minus inactive file cache (cgroup v1 or v2)."""
+    v2 = "/sys/fs/cgroup/memory.current"
+    if os.path.exists(v2):
+        usage_path, limit_path, stat_path, key = (
+            v2,
+            "/sys/fs/cgroup/memory.max",
+            "/sys/fs/cgroup/memory.stat",
+            "inactive_file",
+        )
+    else:
+        base = "/sys/fs/cgroup/memory"
+        usage_path, limit_path, stat_path, key = (
+            f"{base}/memory.usage_in_bytes",
+            f"{base}/memory.limit_in_bytes",
+            f"{base}/memory.stat",
+            "total_inactive_file",
+        )
+    with open(usage_path) as f:
+        usage = int(f.read())
+    with open(limit_path) as f:
+        limit = int(f.read().strip().replace("max", str(1 << 62)))
+    with open(stat_path) as f:
+        stat = dict(line.split() for line in f if line.strip())
+    return usage - int(stat.get(key, 0)), limit
+
+
+@ray.remote(num_cpus=1, max_retries=0)
+def hold_at(fraction: float, hold_s: float, step_mb: int = 10) -> dict[str, Any]:
+    """Grow this node's memory use to ``fraction`` of its cgroup limit, then hold it."""
+    chunks = []
+    used, limit = _cgroup_memory()
+    while used / limit < fraction:
+        chunks.append(b"x" * (step_mb * MiB))
+        used, limit = _cgroup_memory()
+    reached = round(used / limit, 3)
+    deadline = time.monotonic() + hold_s
+    lowest = reached
+    while time.monotonic() < deadline:  # held: the monitor sees it every refresh
+        used, limit = _cgroup_memory()
+        lowest = min(lowest, round(used / limit, 3))
+        time.sleep(0.05)
+    return {"reached": reached, "lowest_while_held": lowest, "held_mib": len(chunks) * step_mb}
+
+
+def memory_threshold_effect(nodes: list[str], fraction: float, hold_s: float) -> dict[str, Any]:
+    """ADVICE-01: the same task, pinned to each node in turn, holds ``fraction`` of the node's
+    memory for ``hold_s``; reports per node whether it finished or how it failed."""
+    connect()
+    out: dict[str, Any] = {}
+    for name in nodes:
+        ref = hold_at.options(scheduling_strategy=pin(name)).remote(fraction, hold_s)
+        try:
+            out[name] = {"ok": True, "value": ray.get(ref, timeout=120)}
+        except Exception as exc:  # noqa: BLE001 - outcome under test
+            out[name] = {"ok": False, "error": describe_error(exc)}
+        emit("held", node=name, outcome=out[name])
+    return out
