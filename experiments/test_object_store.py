@@ -94,7 +94,7 @@ def spilling_flag(result: dict[str, Any]) -> Any:
 @pytest.mark.xfail(
     strict=True,
     raises=SpilledDespiteEnvKnob,
-    reason="FINDING: (2.60.0, 3 runs in docs/evidence/data/store.json; no 2.59.0 run there) "
+    reason="FINDING: (2.60.0 x3, 2.59.0 x1 in docs/evidence/data/store.json) "
     "RAY_automatic_object_spilling_enabled=0, the runbooks' switch, does not turn spilling off: "
     "it is in the raylet's /proc environ, yet all 30 x 10 MiB puts into the 100 MiB store "
     "succeed and 250-260 MiB are spilled. The head's Node.validate_external_storage (node.py of "
@@ -138,7 +138,7 @@ def test_store_full_with_the_spilling_env_knob_off_raises_object_store_full(
 @pytest.mark.xfail(
     strict=True,
     raises=FallbackAllocatedInsteadOfStoreFull,
-    reason="FINDING: (2.60.0, 3 runs in docs/evidence/data/store.json) with spilling off "
+    reason="FINDING: (2.60.0 x3, 2.59.0 x1 in docs/evidence/data/store.json) with spilling off "
     "the way Ray reads it (system config "
     "automatic_object_spilling_enabled=false, `ray start --head --system-config`, false in the "
     "gcs_server's --config_list), nothing is spilled and all 30 x 10 MiB puts into the 100 MiB "
@@ -187,7 +187,7 @@ def test_store_full_with_spilling_off_raises_object_store_full(experiment: Exper
 @pytest.mark.xfail(
     strict=True,
     raises=OutOfDiskInsteadOfStoreFull,
-    reason="FINDING: (2.60.0, 3 runs in docs/evidence/data/store.json) where fallback "
+    reason="FINDING: (2.60.0 x3, 2.59.0 x1 in docs/evidence/data/store.json) where fallback "
     "allocation runs out there is still no "
     "ObjectStoreFullError: spilling off (system config), plasma's fallback directory (the spill "
     "directory, --object-spilling-directory) a 60 MiB tmpfs, 40 MiB puts: two fit the 100 MiB "

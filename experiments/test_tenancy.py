@@ -117,7 +117,7 @@ def test_namespaces_driver_exit_and_placement_group_reservation(experiment: Expe
 @pytest.mark.xfail(
     strict=True,
     raises=RetriedTaskOutlivesRemovedGroup,
-    reason="FINDING: (2.60.0, 3 runs in docs/evidence/data/tenant.json; no 2.59.0 run there) "
+    reason="FINDING: (2.60.0 x3, 2.59.0 x1 in docs/evidence/data/tenant.json) "
     "after remove_placement_group a retriable in-group task "
     "(default max_retries=3) is not ended within the 60 s watched: attempt 0 FAILED "
     "WORKER_DIED, attempt 1 waits in PENDING_NODE_ASSIGNMENT for the removed group's bundle "
