@@ -22,11 +22,11 @@ from chaos.check import (
     stays_dead,
 )
 from chaos.cluster.node import Node
-from chaos.errors import WorkloadTimeout
+from chaos.errors import CheckFailed, WorkloadTimeout
 from chaos.experiment import Experiment
 from chaos.nemesis import Fault
 from chaos.spec.knobs import FAST_GRPC_KEEPALIVE
-from chaos.waits import wait_until
+from chaos.waits import holds_for, wait_until
 from chaos.workload.run import WorkloadRun
 
 #: The NET-01 task's length: still running when the cut strikes (after the State API has shown
@@ -37,6 +37,11 @@ pytestmark = pytest.mark.needs_tools("iptables", "ss")
 
 #: The NET-01 task's name in the State API (``workloads.network.PARTITIONED_TASK``).
 PARTITIONED_TASK = "net01_partitioned_task"
+#: A custom resource each worker has one of: NET-01's retry needs it (``no_room``).
+SLOT = "net01_slot"
+WORKERS_WITH_SLOT = [{"name": "worker", "count": 2, "resources": {SLOT: 1}}]
+#: How long a retry without room is watched staying PENDING_NODE_ASSIGNMENT before release.
+PENDING_WATCH_S = 5.0
 #: With Ray's default keepalive, how long after DEAD the experiment watches for a retry: the
 #: health-check window's "treated as a node failure", with room for a worker start under load.
 WATCH_AFTER_DEAD_S = 60
@@ -97,10 +102,20 @@ def test_partitioned_worker_is_dead_in_the_band_and_stays_dead_after_heal(
     assert victim.node_id not in alive, "the old node id must not be ALIVE after the heal"
 
 
-def start_partitioned_task(experiment: Experiment) -> tuple[WorkloadRun, Node, Fault]:
-    """The task running on worker-1 (its first attempt reported from there), then the cut."""
+def start_partitioned_task(
+    experiment: Experiment, *, no_room: bool = False
+) -> tuple[WorkloadRun, Node, Fault]:
+    """The task running on worker-1 (its first attempt reported from there), then the cut.
+
+    ``no_room``: the task needs SLOT, which only the workers have, and worker-2's is held, so
+    once worker-1 is gone a retry fits nowhere until the host raises ``release``."""
+    room = {"slot": SLOT, "held_on": "worker-2"} if no_room else {}
     run = experiment.cluster.run(
-        "workloads.network:task_survives_partition", worker="worker-1", seconds=TASK_S, timeout=900
+        "workloads.network:task_survives_partition",
+        worker="worker-1",
+        seconds=TASK_S,
+        timeout=900,
+        **room,
     )
     first = run.wait_for("attempt", timeout=120)[0]
     target = experiment.cluster.node("worker-1")
@@ -198,27 +213,44 @@ def test_task_on_a_partitioned_worker_fails_over(experiment: Experiment) -> None
 
 
 @pytest.mark.claim("NET-01")
-@pytest.mark.cluster(env={**FAST_HEALTH_CHECKS, **FAST_GRPC_KEEPALIVE})
+@pytest.mark.cluster(env={**FAST_HEALTH_CHECKS, **FAST_GRPC_KEEPALIVE}, workers=WORKERS_WITH_SLOT)
 def test_task_on_a_partitioned_worker_fails_over_after_grpc_keepalive(
     experiment: Experiment,
 ) -> None:
     """With the gRPC client keepalive shortened (to 5 s; Ray's own partition test uses 1 s), the
-    task on the cut-off worker is retried on another node within the keepalive and health-check
-    windows, and completes there."""
-    run, victim, cut = start_partitioned_task(experiment)
+    task on the cut-off worker is retried within the keepalive and health-check windows; with
+    no room for it (its resource held on the other worker) the retry waits in
+    PENDING_NODE_ASSIGNMENT, and once room is made it runs on another node and completes."""
+    run, victim, cut = start_partitioned_task(experiment, no_room=True)
     dead_s = wait_dead(experiment, victim)
     keepalive = keepalive_s(experiment.cluster.knobs())
     # From the cut: the owner's PushTask fails after one keepalive window; it then asks the
     # victim's raylet why (GetWorkerFailureCause), which fails after another; the retry may
-    # wait for DEAD (soft affinity to a node still ALIVE), then for a fresh worker.
+    # wait for DEAD (soft affinity to a node still ALIVE).
     bound = max(dead_s, 2 * keepalive) + AFTER_DEATH_S
     experiment.measure("retry bound from the cut (s)", bound)
+
+    def retry_pending() -> None:
+        attempts = task_attempts(experiment)
+        assert (1, "PENDING_NODE_ASSIGNMENT", None) in attempts, attempts
+
     try:
-        retry_started(experiment, run, victim, bound - (time.time() - cut.injected_at))
-    except WorkloadTimeout:
+        wait_until(retry_pending, bound - (time.time() - cut.injected_at), "retry pending")
+    except CheckFailed:
         not_retried(experiment, run, victim, time.time() - cut.injected_at)
         raise
-    window = experiment.measurements["partition → retry started (s)"]
-    assert window <= bound, f"retry started {window} s after the cut, bound {bound} s"
+    window = round(time.time() - cut.injected_at, 2)
+    experiment.measure("partition → retry PENDING_NODE_ASSIGNMENT (s)", window)
+
+    # Without room it stays there: no attempt starts anywhere while the slot is held.
+    def still_waiting() -> None:
+        retry_pending()
+        started = [e.get("node") for e in run.events("attempt")]
+        assert started == [victim.node_id], f"an attempt started without room: {started}"
+
+    holds_for(still_waiting, PENDING_WATCH_S, "the retry PENDING_NODE_ASSIGNMENT, no attempt")
+    record(experiment, "NET-01 State API attempts without room", task_attempts(experiment))
+    experiment.cluster.signal("release")
+    retry_started(experiment, run, victim, AFTER_DEATH_S)
     completed(experiment, run, victim)
     cut.heal()
