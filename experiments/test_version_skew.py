@@ -13,15 +13,15 @@ from typing import Any
 import pytest
 
 from chaos import labels
-from chaos.backends.docker import python_patch
 from chaos.backends.docker.images import ImageBuilder
+from chaos.bench import python_patch
 from chaos.check.versions import skew_partner
 from chaos.cluster.cluster import Cluster
 from chaos.errors import PythonPatchUnavailable
-from chaos.settings import Settings
+from chaos.plugin.factory import ClusterFactory
+from chaos.plugin.settings import Settings
 from chaos.spec.plan import GCS_PORT
 from chaos.spec.topology import NodeSpec
-from chaos.testkit import ClusterFactory
 from chaos.waits import poll
 
 #: `ray start` of a mismatched worker must give up "within seconds".

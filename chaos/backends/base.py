@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Literal, Protocol, get_args
 if TYPE_CHECKING:
     import ipaddress
 
+    from chaos.errors import ChaosError
     from chaos.history import Event
     from chaos.spec.image_contract import ImageProbe
     from chaos.spec.plan import NodePlan
@@ -173,3 +174,24 @@ class Backend(Protocol):
     def set_cpu_weight(self, node: str, weight: int) -> None:
         """Relative CPU weight (cgroup shares); best effort, never raises."""
         ...
+
+
+class Engine(Protocol):
+    """The engine a test's clusters run on, as the pytest plugin tracks it across tests
+    (:class:`chaos.backends.docker.engines.EngineUse`)."""
+
+    url: str
+    #: ``info()["ID"]`` (boot-slot locks) and ``info()["NCPU"]`` (boot slots).
+    id: str
+    cpus: int
+    #: Why the engine is taken as lost ("" while it answers).
+    lost: str
+
+    @property
+    def name(self) -> str: ...
+
+    def check(self) -> str | None:
+        """None while the engine answers; else why not (and it is lost from then on)."""
+        ...
+
+    def lost_error(self, during: str = "") -> ChaosError: ...

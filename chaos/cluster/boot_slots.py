@@ -1,22 +1,13 @@
 """A machine-wide limit on clusters booting at once, across xdist workers and pytest runs.
 
-Why: every Ray node starts several Python processes (dashboard agent, runtime-env agent, log
-monitor; on the head also the dashboard and the autoscaler monitor), and the raylet aborts
-("Timed out waiting for file .../dashboard_agent_listen_port_<id>") when its dashboard agent has
-not written its port file within a hard-coded 15 s (``WaitForPersistedPort`` in Ray's
-node_manager.cc; no knob). Four 5-node clusters booting together on 2 cores starve those
-imports past 15 s: in our stress run every one of them lost a node. Booting fewer at a time is
-faster overall than booting all and retrying.
+Why: the raylet aborts when its dashboard agent has not written its port file within a
+hard-coded 15 s (Ray's node_manager.cc, no knob), and several clusters booting together on a
+few cores starve those Python imports past it. Booting fewer at a time is faster overall than
+booting all and retrying (the measurements are in README, "Performance").
 
-Slots are lock files in the cache directory; the OS drops a lock when its process dies, so a
-killed run never holds a slot.
-
-Per engine: a run spread over several Docker engines (:mod:`chaos.backends.docker.engines`)
-counts slots on each engine from that engine's CPUs (:func:`slots_for_cpus`), in a directory
-keyed by the engine's ID (``info()["ID"]``), so every process booting on one engine — any
-xdist worker, any run on this host — queues for the same slots, and engines never wait for
-each other. The engine of a boot is set around it with :func:`engine_scope` (the pytest
-fixtures do); without one the slots are this machine's, as before.
+Slots are lock files in the cache directory, so a killed run never holds one. They are counted
+per engine, from that engine's CPUs, in a directory keyed by the engine's ID: every process
+booting on one engine queues for the same slots, and engines never wait for each other.
 """
 
 from __future__ import annotations

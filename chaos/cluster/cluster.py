@@ -55,7 +55,7 @@ class Cluster:
         self.nodes: dict[str, Node] = {}
         self._plan: ClusterPlan | None = None
         self.boot_seconds: float | None = None
-        #: Booted while other clusters run experiments (:mod:`chaos.boot_ahead`): its nodes
+        #: Booted while other clusters run experiments (:mod:`chaos.plugin.boot_ahead`): its nodes
         #: boot at the default CPU weight, not over the experiments' (``boot_priority``).
         self.background = False
         self._sources = 0

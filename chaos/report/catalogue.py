@@ -3,7 +3,7 @@
 One :class:`Claim` per id: its family, the fault, the outcome Ray documents, where Ray says so
 and which releases it applies to. :func:`load_catalogue` reads and validates the shipped file
 once per process; reports list every claim of it, the selection hooks
-(:mod:`chaos.selection`) refuse marker ids it does not know. Families (feature, docs page,
+(:mod:`chaos.plugin.selection`) refuse marker ids it does not know. Families (feature, docs page,
 severity) stay in :mod:`chaos.report.claims`, the one family table.
 """
 

@@ -54,7 +54,7 @@ def _harness_names() -> list[str]:
 #: "XFAIL FINDING: …").
 FINDING = "Finding: Ray differs from its docs"
 #: A recorded finding whose test passed: pytest fails a strict xfail that passes
-#: ("[XPASS(strict)] FINDING: …", the message :mod:`chaos.report.allure` gives the result).
+#: ("[XPASS(strict)] FINDING: …", the message :mod:`chaos.plugin.allure` gives the result).
 FINDING_GONE = "Finding no longer reproduces"
 
 #: Order matters: Allure files a result under the first category that matches (releases before

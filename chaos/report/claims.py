@@ -2,7 +2,7 @@
 
 Pure functions of claim ids (the claims themselves are in :mod:`chaos.report.catalogue`):
 the one family table, and the one place that says which labels and links a claim gives a
-test. :mod:`chaos.report.labels` applies them to a running test, :mod:`chaos.report.crash`
+test. :mod:`chaos.plugin.allure_labels` applies them to a running test, :mod:`chaos.report.crash`
 writes them into the result of a test whose xdist worker died; both read them from here.
 """
 
@@ -19,7 +19,7 @@ EPIC = "Ray fault tolerance"
 #: (the test id's ``ray_version`` parameter may belong to anyone's parametrisation).
 PARAMETER = "raychaos.ray_version"
 #: The Allure label of a recorded finding: the class of the exception a test's strict xfail
-#: names in ``raises=``, written by :mod:`chaos.report.allure` only when the test raised it.
+#: names in ``raises=``, written by :mod:`chaos.plugin.allure` only when the test raised it.
 #: Coverage counts a finding from this label, never from a message (a ``pytest.skip`` or an
 #: imperative ``pytest.xfail`` saying "FINDING:" is not one).
 FINDING_LABEL = "raychaos.finding"

@@ -20,7 +20,7 @@ is that claim's; any other is every body claim's of its test (:func:`owned`). A 
 beyond the trials' noise (ranges apart) or, with a single trial, beyond a stated tolerance
 (:func:`chaos.report.stats.moved`).
 
-Repeated trials (``--raychaos-trials N``, :mod:`chaos.trials`): a claim's verdict is the worst
+Repeated trials (:mod:`chaos.plugin.trials`): a claim's verdict is the worst
 of every trial, shown with how many trials reached it (``failed 1/3``), and a change in its
 pass rate is a regression only beyond trial noise (:func:`chaos.report.stats.beyond_noise`):
 every base trial passed and a candidate trial did not, or the candidate's 95 % Wilson
@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from chaos.errors import ChaosError
+from chaos.experiment import POSTCONDITIONS
 from chaos.report.catalogue import Catalogue
 from chaos.report.claims import untitled
 from chaos.report.coverage import (
@@ -67,8 +68,7 @@ from chaos.report.stats import (
     moved,
     numbers,
 )
-from chaos.selection import POSTCONDITIONS
-from chaos.trials import untrial
+from chaos.report.trials import untrial
 
 REGRESSION = "regression"
 FINDING_GONE = "finding no longer reproduces"

@@ -27,9 +27,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from chaos.errors import ChaosError
+from chaos.experiment import POSTCONDITIONS
 from chaos.report.catalogue import Catalogue
 from chaos.report.model import Results, TestResult, every_trial, load_results
-from chaos.selection import POSTCONDITIONS
 from chaos.spec.releases import sort_releases
 
 PASSED = "passed"

@@ -19,21 +19,22 @@ import pytest
 from chaos.report import identity
 from chaos.report.claims import PARAMETER
 from chaos.report.labels import labels_of
-from chaos.trials import TRIAL
+from chaos.report.trials import TRIAL
 
 
-def item_facts(item: pytest.Item, ray_version: str) -> dict[str, Any]:
-    """Everything of raychaos test ``item``'s Allure result known at collection, as JSON.
+def item_facts(item: pytest.Item, ray_version: str, engine: str) -> dict[str, Any]:
+    """Everything of raychaos test ``item``'s Allure result known at collection, as JSON
+    (``engine``: the one its process is planned to boot on).
 
     Labels of allure decorators, tags and default suites as allure-pytest adds them, then
     raychaos' own (:func:`chaos.report.labels.labels_of`). The name is ``item.name`` with the
     claim ids in front, as set-up titles it; with an ``@allure.title`` it stays ``item.name``
     (that title may format fixture values, unknown until set-up).
     """
-    ours = labels_of(item, ray_version)
+    ours = labels_of(item, ray_version, engine)
     name = identity.full_name(item)
     params = identity.params_of(item)
-    # A trial is an excluded parameter: the trials of a test share its history (chaos.trials).
+    # A trial is an excluded parameter: the trials of a test share its history.
     trial = params.pop(TRIAL, None)
     labels = [
         *ours.labels,

@@ -10,7 +10,6 @@ categories Allure reads (:mod:`chaos.report.categories`), so the page and Allure
 from __future__ import annotations
 
 import base64
-import html
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -32,6 +31,7 @@ from chaos.report.compare import (
 from chaos.report.compare import FINDING_GONE as NO_LONGER_REPRODUCES
 from chaos.report.coverage import MISSING, NOT_JUDGED, XPASS
 from chaos.report.coverage import Cell as ClaimCell
+from chaos.report.markup import escape as _e
 from chaos.report.matrix import (
     NOT_RUN,
     STATUS_ORDER,
@@ -71,10 +71,6 @@ max-height:320px;overflow:auto;font-size:12px}
 .pill{display:inline-block;padding:1px 8px;border-radius:10px;margin-right:6px;font-weight:600}
 img{max-width:100%;border:1px solid #eee}
 """
-
-
-def _e(value: object) -> str:
-    return html.escape(str(value), quote=True)
 
 
 def _css(status: str) -> str:

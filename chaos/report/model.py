@@ -5,7 +5,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -15,8 +14,9 @@ from typing import Any, ClassVar
 from chaos.errors import ChaosError
 from chaos.report.categories import FINDING_GONE, NOT_ABOUT_RAY, categorize
 from chaos.report.claims import FINDING_LABEL, PARAMETER, SCHEMA_LABEL
+from chaos.report.files import CONTAINER, RESULT, read_json, read_objects
 from chaos.report.properties import parse_properties
-from chaos.trials import trial_of_parameters
+from chaos.report.trials import trial_of_parameters
 
 #: allure-pytest records an xfail as "skipped" with the message "XFAIL <reason>…" (how a
 #: finding's message reads; whether it is one, only its label says: ``TestResult.finding``).
@@ -30,7 +30,7 @@ XPASS_STRICT = "[XPASS(strict)]"
 GONE = "finding gone"
 MEASUREMENTS = "measurements"
 #: A claim's check in a fixture's teardown step title: ``check: INV-01 available CPU …``
-#: (:mod:`chaos.experiment` names the postconditions' steps so).
+#: (:mod:`chaos.experiment.kit` names the postconditions' steps so).
 CHECK_STEP = re.compile(r"^check: ([A-Z]+-[0-9]+)\b")
 
 
@@ -69,7 +69,7 @@ class TestResult:
     @property
     def finding(self) -> bool:
         """The body raised its recorded finding: the exception its strict xfail names in
-        ``raises=`` (the ``raychaos.finding`` label :mod:`chaos.report.allure` writes). Results
+        ``raises=`` (the ``raychaos.finding`` label :mod:`chaos.plugin.allure` writes). Results
         of an older raychaos, which wrote no such label, are read by their xfail message."""
         names = {name for name, _ in self.labels}
         if SCHEMA_LABEL in names:
@@ -226,23 +226,11 @@ def load_results(directory: Path) -> Results:
             hint="run pytest with --alluredir=DIR first, then `raychaos report DIR`",
         )
     problems: list[str] = []
-
-    def read_json(path: Path) -> Any:
-        try:
-            return json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            problems.append(f"{path.name}: {exc}")
-            return None
-
-    raw = [read_json(p) for p in sorted(directory.glob("*-result.json"))]
-    tests = [result_from_json(d) for d in raw if isinstance(d, dict)]
+    tests = [result_from_json(d) for d in read_objects(directory, RESULT, problems)]
     by_uuid = {t.uuid: t for t in tests}
     # Fixture set-up/tear-down attachments (the experiment fixture's history, timeline and
     # measurements) live in container files, linked to tests by their uuid.
-    for path in sorted(directory.glob("*-container.json")):
-        container = read_json(path)
-        if not isinstance(container, dict):
-            continue
+    for container in read_objects(directory, CONTAINER, problems):
         extra = [
             a
             for f in [*container.get("befores", []), *container.get("afters", [])]
@@ -271,7 +259,9 @@ def load_results(directory: Path) -> Results:
     if env_file.is_file():
         environment = parse_properties(env_file.read_text(encoding="utf-8"))
     executor = (
-        read_json(directory / "executor.json") if (directory / "executor.json").is_file() else None
+        read_json(directory / "executor.json", problems)
+        if (directory / "executor.json").is_file()
+        else None
     )
     return Results(
         directory=directory,

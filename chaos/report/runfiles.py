@@ -13,13 +13,14 @@ import os
 import platform
 import subprocess
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from chaos.report.categories import CATEGORIES, merge_categories
+from chaos.report.files import allure_files, read_json
 from chaos.report.model import ray_version_of
 from chaos.report.properties import merge_properties
 
@@ -42,11 +43,11 @@ def raychaos_versions(alluredir: Path, since_ms: int) -> set[str] | None:
     directory) and do not count. Files older than the run are not even read.
     """
     found: set[str] | None = None
-    for path in alluredir.glob("*-result.json"):
+    for path in allure_files(alluredir):
         with contextlib.suppress(OSError, ValueError):
             if path.stat().st_mtime * 1000 < since_ms - 2000:
                 continue
-            data = json.loads(path.read_text(encoding="utf-8"))
+            data = read_json(path)
             if not isinstance(data, dict) or int(data.get("start") or 0) < since_ms:
                 continue
             version = ray_version_of(data)
@@ -69,25 +70,9 @@ class RunInfo:
     root: Path
     #: The run's Docker engines (URLs); empty: DOCKER_HOST, else the local socket.
     engines: tuple[str, ...] = ()
-
-    @classmethod
-    def from_config(cls, config: pytest.Config) -> RunInfo:
-        from chaos.backends.docker.images import node_image_tag
-        from chaos.keys import RUN_ID_KEY, SETTINGS_KEY
-
-        settings = config.stash[SETTINGS_KEY]
-        workers = getattr(config.option, "numprocesses", None) or len(
-            getattr(config.option, "tx", None) or []
-        )
-        return cls(
-            run_id=config.stash[RUN_ID_KEY],
-            ray_version=settings.ray_version,
-            ray_version_source=str(settings.sources.get("ray_versions")),
-            image=settings.image or node_image_tag(settings.ray_version, "3.11"),
-            xdist_workers=int(workers or 0),
-            root=config.rootpath,
-            engines=settings.docker_hosts,
-        )
+    #: What those engines said of themselves (``docker.*``, ``image.*``, ``engine.*``), asked
+    #: by the plugin: the report never talks to an engine.
+    engine: Mapping[str, str] = field(default_factory=dict)
 
 
 def _number(value: str | None) -> int | None:
@@ -208,74 +193,8 @@ def _git(root: Path, *args: str) -> str | None:
     return done.stdout.strip() if done.returncode == 0 else None
 
 
-def _docker_properties(image: str, url: str | None = None) -> dict[str, str]:
-    """Docker server (of engine ``url``; None: DOCKER_HOST's) and the Ray images present
-    (tag → id, digests when pulled)."""
-    from chaos import labels
-    from chaos.backends.docker.client import connect
-    from chaos.backends.docker.engines import default_url, display
-    from chaos.errors import ChaosError
-
-    try:
-        client = connect(timeout=10, url=url)
-    except ChaosError as exc:
-        return {"docker.server": f"unavailable: {exc.message}"}
-    props: dict[str, str] = {}
-    try:
-        version = client.version()
-        info = client.info()
-        props["docker.server"] = (
-            f"{version.get('Version')} (API {version.get('ApiVersion')}, "
-            f"{info.get('OperatingSystem')}, {version.get('Arch')})"
-        )
-        props["docker.host"] = display(url or default_url())
-        props["docker.host.cpus"] = str(info.get("NCPU"))
-        props["docker.host.memory"] = _gib(info.get("MemTotal"))
-        images = list(client.images.list(filters={"label": f"{labels.IMAGE_KIND}=ray"}))
-        with contextlib.suppress(Exception):  # a ready-made image may be absent or unlabelled
-            images.append(client.images.get(image))
-        for found in images:
-            digests = found.attrs.get("RepoDigests") or []
-            shown = str(found.id) + (
-                f" (digest {', '.join(digests)})" if digests else " (built here)"
-            )
-            for tag in found.tags or [found.short_id]:
-                props[f"image.{tag}"] = shown
-    finally:
-        client.close()
-    return props
-
-
-def _engine_properties(urls: tuple[str, ...], workers: int) -> dict[str, str]:
-    """With several engines: ``engine.<i>`` = URL, server, CPUs, ID and the workers on it."""
-    from chaos.backends.docker.client import connect
-    from chaos.backends.docker.engines import assignment, describe_server, display
-    from chaos.errors import ChaosError
-
-    props: dict[str, str] = {"engines": ", ".join(display(u) for u in urls)}
-    placed = assignment(urls, workers)
-    for index, url in enumerate(urls):
-        who = ", ".join(placed[url]) or "no worker"
-        try:
-            client = connect(timeout=10, url=url)
-        except ChaosError as exc:
-            props[f"engine.{index}"] = f"{display(url)} (unavailable: {exc.message}; {who})"
-            continue
-        try:
-            info = client.info()
-            server = describe_server(info, str(client.version().get("Version") or ""))
-            props[f"engine.{index}"] = (
-                f"{display(url)} ({server}, ID {info.get('ID')}, workers {who})"
-            )
-        except Exception as exc:  # noqa: BLE001 - docker-py and requests raise many types
-            props[f"engine.{index}"] = f"{display(url)} (unavailable: {exc!r:.200}; {who})"
-        finally:
-            client.close()
-    return props
-
-
 def environment(info: RunInfo, versions: set[str]) -> dict[str, str]:
-    """What ``environment.properties`` says about the run (Docker is asked, when reachable)."""
+    """What ``environment.properties`` says about the run (the engines: as the plugin asked)."""
     from importlib.metadata import PackageNotFoundError, version
 
     from chaos.check.expectations import beyond_read
@@ -301,27 +220,23 @@ def environment(info: RunInfo, versions: set[str]) -> dict[str, str]:
     if commit:
         dirty = _git(info.root, "status", "--porcelain", "--untracked-files=no")
         props["git.commit"] = commit + (" (uncommitted changes)" if dirty else "")
-    urls = info.engines
-    try:
-        # docker.*: the run's first engine (the only one, unless several were given).
-        props.update(_docker_properties(info.image, urls[0] if urls else None))
-    except Exception as exc:  # noqa: BLE001 - docker-py and requests raise many types
-        props["docker.server"] = f"unavailable: {exc!r}"
-    if len(urls) > 1:
-        props.update(_engine_properties(urls, info.xdist_workers))
+    props.update(info.engine)
     return props
 
 
 _ABSENT = object()
 
 
-def _read_json(path: Path) -> Any:
+def _existing(path: Path) -> Any:
     """The JSON in ``path``; ``_ABSENT`` when there is no such file (or it is empty)."""
     try:
-        text = path.read_text(encoding="utf-8")
+        return read_json(path)
     except FileNotFoundError:
         return _ABSENT
-    return json.loads(text) if text.strip() else _ABSENT
+    except json.JSONDecodeError as exc:
+        if not exc.doc.strip():
+            return _ABSENT
+        raise
 
 
 def write_run_files(alluredir: Path, info: RunInfo, versions: set[str]) -> list[str]:
@@ -339,7 +254,7 @@ def write_run_files(alluredir: Path, info: RunInfo, versions: set[str]) -> list[
     skipped: list[str] = []
     path = alluredir / "categories.json"
     try:
-        existing = _read_json(path)
+        existing = _existing(path)
     except (OSError, ValueError) as exc:
         existing = exc
     if existing is _ABSENT or isinstance(existing, list):
@@ -349,7 +264,7 @@ def write_run_files(alluredir: Path, info: RunInfo, versions: set[str]) -> list[
         skipped.append(f"{path.name} (not a JSON list of categories: {existing!r:.80})")
     path = alluredir / "executor.json"
     try:
-        theirs = _read_json(path)
+        theirs = _existing(path)
     except (OSError, ValueError) as exc:
         theirs = exc
     if theirs is _ABSENT or ours(theirs):

@@ -1,6 +1,6 @@
 """Repeated trials, summarised: passes out of N with a Wilson interval, windows as spreads.
 
-A test's trials are its results of one ``historyId`` (:mod:`chaos.trials`: the trial is an
+A test's trials are its results of one ``historyId`` (:mod:`chaos.plugin.trials`: a trial is an
 excluded Allure parameter), the latest result per trial number (a rerun of a trial replaces
 it). Without ``--raychaos-trials`` a test has one trial, its latest result, exactly what
 :func:`chaos.report.model.fold_retries` keeps.
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from chaos.report.coverage import FINDING, PASSED, VERDICT_ORDER, XPASS, verdict_of, worst
 from chaos.report.model import MEASUREMENTS, TestResult, every_trial
-from chaos.trials import untrial
+from chaos.report.trials import untrial
 
 #: The standard normal quantile of a two-sided 95 % interval.
 Z95 = 1.959963984540054

@@ -1,7 +1,7 @@
 """Where a test's time went besides its body: booting, queueing for a boot slot, teardown.
 
 The cluster factory attaches one ``raychaos timing`` JSON per test (its teardown, an Allure
-fixture "after"); ``raychaos bench suite`` (:mod:`chaos.report.suite_bench`) adds them up
+fixture "after"); ``raychaos bench suite`` (:mod:`chaos.bench.suite`) adds them up
 over a run. The boot figures come from each cluster's own history (``boot_slot``: the
 seconds queued for a slot; ``cluster_ready``: booting after the slot was taken, and the
 whole :meth:`~chaos.cluster.cluster.Cluster.start` with image checks and network creation).
@@ -31,7 +31,7 @@ _ADOPTED: weakref.WeakKeyDictionary[Cluster, float] = weakref.WeakKeyDictionary(
 
 
 def adopted(cluster: Cluster, waited_s: float) -> None:
-    """``cluster`` was booted ahead (:mod:`chaos.boot_ahead`); its test waited ``waited_s``."""
+    """``cluster`` was booted ahead (:mod:`chaos.plugin.boot_ahead`); it waited ``waited_s``."""
     _ADOPTED[cluster] = waited_s
 
 

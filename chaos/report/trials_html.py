@@ -8,17 +8,13 @@ style without this module importing it.
 
 from __future__ import annotations
 
-import html
 from collections.abc import Callable, Mapping, Sequence
 
+from chaos.report.markup import escape as _e
 from chaos.report.model import Results, TestResult
 from chaos.report.stats import TrialGroup, latest_per_trial, repeated, trial_groups
 
 Pill = Callable[[str, str], str]
-
-
-def _e(value: object) -> str:
-    return html.escape(str(value), quote=True)
 
 
 def every_trial(results: Results) -> list[TestResult]:

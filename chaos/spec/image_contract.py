@@ -1,7 +1,7 @@
 """What a node image must contain, and what a probe of one found (docs/images.md).
 
 A team's own image is run as it is: raychaos adds only its node entry and wrappers (see
-:mod:`chaos.backends.docker.derived`). What Ray needs is the image's business; what the
+:mod:`chaos.backends.docker.images.derived`). What Ray needs is the image's business; what the
 harness needs is written here once — the tools every node needs, and the tools each kind of
 fault execs — so a missing tool disables exactly the experiments that exec it, with a reason.
 """

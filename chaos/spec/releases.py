@@ -38,6 +38,7 @@ from types import MappingProxyType
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 
+from chaos import console
 from chaos.errors import SpecError
 from chaos.resources import default_cache_dir, fixtures_path
 
@@ -393,8 +394,4 @@ def _valid(version: str) -> bool:
     return True
 
 
-def _stderr(line: str) -> None:
-    """To the real terminal, even from inside pytest's capture (``images.stderr_progress``)."""
-    stream = sys.__stderr__ or sys.stderr
-    stream.write(f"[raychaos] {line}\n")
-    stream.flush()
+_stderr = console.progress

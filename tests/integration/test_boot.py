@@ -178,7 +178,7 @@ BOOTED_AHEAD = """
 import pytest
 from tenacity import Retrying, stop_after_delay, wait_fixed
 
-from chaos.testkit import BOOT_AHEAD
+from chaos.plugin.boot_ahead import BOOT_AHEAD
 
 @pytest.fixture
 def skipper():

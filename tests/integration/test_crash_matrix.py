@@ -39,8 +39,8 @@ from xdist.workermanage import NodeManager
 
 from chaos.backends.docker.images import ImageBuilder
 from chaos.labels import process_start_ticks
+from chaos.plugin.settings import Settings
 from chaos.resources import default_cache_dir
-from chaos.settings import Settings
 
 #: xdist kills a worker this long after asking it to stop (Ctrl-C, a crashed controller).
 XDIST_GRACE_S = float(NodeManager.EXIT_TIMEOUT)

@@ -46,7 +46,7 @@ from chaos import labels
 from chaos.backends.docker.engines import default_url
 from chaos.backends.docker.images import ImageBuilder, ray_image_tag
 from chaos.backends.docker.sweep import sweep
-from chaos.settings import Settings
+from chaos.plugin.settings import Settings
 
 #: A run of three experiments on a loaded 2-core machine, two clusters booting at once.
 RUN_WITHIN_S = 1800
@@ -219,7 +219,7 @@ from pathlib import Path
 
 import pytest
 
-from chaos.testkit import ENGINE_KEY
+from chaos.plugin.keys import ENGINE_KEY
 
 DIR = Path({directory!r})
 

@@ -39,7 +39,7 @@ POSTCONDITIONS = """
 import pytest
 
 from chaos.errors import CheckFailed
-from chaos.report.labels import label_claims
+from chaos.plugin.allure_labels import label_claims
 from chaos.steps import step
 
 DIED = "INV-02: nodes died that the experiment did not kill: worker-2 (missed heartbeats)"

@@ -22,10 +22,10 @@ pytestmark = pytest.mark.filterwarnings("ignore::pytest.PytestAssertRewriteWarni
 CONFTEST = """
 import json
 import pytest
-from chaos.keys import SETTINGS_KEY
+from chaos.plugin.keys import SETTINGS_KEY
 from chaos.report import identity
 from chaos.report.crash import item_facts
-from chaos.report.labels import uses_raychaos
+from chaos.plugin.items import engine_of, uses_raychaos
 
 
 def pytest_configure(config):
@@ -39,7 +39,7 @@ def pytest_collection_finish(session):
         name = identity.full_name(item)
         facts[item.name] = {
             "raychaos": uses_raychaos(item),
-            "facts": item_facts(item, version) if uses_raychaos(item) else None,
+            "facts": item_facts(item, version, engine_of(item)) if uses_raychaos(item) else None,
             "fullName": name,
             "historyId": identity.history_id(name, identity.params_of(item)),
             "testCaseId": identity.case_id(name),

@@ -12,7 +12,7 @@ pytestmark = pytest.mark.filterwarnings("ignore::pytest.PytestAssertRewriteWarni
 CONFTEST = """
 import json
 import pytest
-from chaos.report.labels import ran_raychaos, uses_raychaos
+from chaos.plugin.items import ran_raychaos, uses_raychaos
 
 
 @pytest.fixture

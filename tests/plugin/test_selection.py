@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from chaos.selection import NAME
-
 pytestmark = pytest.mark.filterwarnings("ignore::pytest.PytestAssertRewriteWarning")
 
 SUITE = """
@@ -44,12 +42,11 @@ def test_postconditions(experiment):
 
 @pytest.fixture
 def selection(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """Arguments that load the selection hooks: none once chaos.plugin registers them."""
+    """Arguments of a run whose selection hooks chaos.plugin registers (no Docker, no claims)."""
     monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")
     monkeypatch.delenv("RAYCHAOS_CLAIMS", raising=False)
-    config = pytester.parseconfigure()
-    registered = config.pluginmanager.has_plugin(NAME)
-    return ["-p", "no:cacheprovider"] + ([] if registered else ["-p", "chaos.selection"])
+    assert pytester.parseconfigure().pluginmanager.has_plugin("chaos.plugin.selection")
+    return ["-p", "no:cacheprovider"]
 
 
 def collected(result: pytest.RunResult) -> list[str]:

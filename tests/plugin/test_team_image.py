@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from chaos.backends.docker import derived
+from chaos.backends.docker.images import derived
 from chaos.spec.image_contract import FAULT_TOOLS, REQUIRED_TOOLS, ImageProbe
 
 pytestmark = pytest.mark.filterwarnings("ignore::pytest.PytestAssertRewriteWarning")

@@ -122,7 +122,7 @@ from chaos.report.crash import item_facts
 
 
 def pytest_collection_finish(session):
-    facts = {item.name: item_facts(item, "2.60.0") for item in session.items}
+    facts = {item.name: item_facts(item, "2.60.0", "local") for item in session.items}
     (session.config.rootpath / "facts.json").write_text(json.dumps(facts))
 """
 

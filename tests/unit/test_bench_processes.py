@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from chaos.backends.docker.bench_processes import (
+from chaos.bench.processes import (
     SAMPLER,
     costs_of,
     kind_of,

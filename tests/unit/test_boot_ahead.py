@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from chaos.boot_ahead import NO_BOOT_AHEAD, BootAhead, eligible
 from chaos.errors import ClusterBootTimeout
-from chaos.interrupts import INTERRUPTED
+from chaos.plugin.boot_ahead import NO_BOOT_AHEAD, BootAhead, eligible
+from chaos.plugin.interrupts import INTERRUPTED
 from chaos.spec.topology import ClusterSpec, NodeSpec
 
 SPEC = ClusterSpec()

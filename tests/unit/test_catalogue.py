@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-import argparse
 import ast
 import json
-import sys
 import tomllib
 from pathlib import Path
 
 import pytest
 
+from chaos.cli import main
 from chaos.errors import ChaosError
 from chaos.report.catalogue import FILE, Catalogue, load_catalogue, parse_catalogue
 from chaos.report.claims import FAMILIES
-from chaos.report.cli_commands import add_commands, run_command
 from chaos.resources import fixtures_path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -32,15 +30,7 @@ source = "Ray docs: ray-core/fault_tolerance/tasks"
 
 def raychaos(*argv: str) -> int:
     """The claim commands as `raychaos` runs them (a ChaosError is a one-line usage error)."""
-    parser = argparse.ArgumentParser(prog="raychaos")
-    add_commands(parser.add_subparsers(dest="command", required=True))
-    try:
-        code = run_command(parser.parse_args(argv))
-    except ChaosError as exc:
-        print(f"raychaos: error: {exc}", file=sys.stderr)
-        return 2
-    assert code is not None
-    return code
+    return main(list(argv))
 
 
 def marker_ids() -> dict[str, set[str]]:

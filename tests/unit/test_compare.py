@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from chaos.errors import ChaosError
+from chaos.cli import main
 from chaos.report.catalogue import load_catalogue
-from chaos.report.cli_commands import add_commands, run_command
 from chaos.report.compare import (
     CHANGED,
     EXCEPTION_CHANGED,
@@ -41,15 +38,7 @@ FINDING_MSG = "XFAIL FINDING: not retried under a partition\n\nAssertionError: s
 
 def raychaos(*argv: str) -> int:
     """The claim commands as `raychaos` runs them (a ChaosError is a one-line usage error)."""
-    parser = argparse.ArgumentParser(prog="raychaos")
-    add_commands(parser.add_subparsers(dest="command", required=True))
-    try:
-        code = run_command(parser.parse_args(argv))
-    except ChaosError as exc:
-        print(f"raychaos: error: {exc}", file=sys.stderr)
-        return 2
-    assert code is not None
-    return code
+    return main(list(argv))
 
 
 class Results:

@@ -14,7 +14,7 @@ from typing import Any, cast
 import pytest
 from test_compare import FINDING_MSG, Results, raychaos
 
-from chaos.experiment import Experiment
+from chaos.experiment import POSTCONDITIONS, Experiment
 from chaos.report.catalogue import load_catalogue
 from chaos.report.compare import (
     REGRESSION,
@@ -29,7 +29,6 @@ from chaos.report.compare import (
 from chaos.report.coverage import NOT_JUDGED, coverage, load_raychaos
 from chaos.report.html import write_report
 from chaos.report.model import CHECK_STEP, load_results
-from chaos.selection import POSTCONDITIONS
 
 INV = POSTCONDITIONS
 BODY_FAILED = "AssertionError: the retry never ran: NodeDiedError"
@@ -236,8 +235,8 @@ def test_the_report_shows_the_same_table_in_the_same_order(
 def test_the_postconditions_steps_are_titled_as_the_report_reads_them(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """chaos.experiment's check steps name their claim first (model.CHECK_STEP)."""
-    import chaos.experiment
+    """chaos.experiment.kit's check steps name their claim first (model.CHECK_STEP)."""
+    import chaos.experiment.kit
 
     titles: list[str] = []
 
@@ -251,7 +250,7 @@ def test_the_postconditions_steps_are_titled_as_the_report_reads_them(
         def __exit__(self, *exc: object) -> None:
             return None
 
-    monkeypatch.setattr(chaos.experiment, "step", Recorded)
+    monkeypatch.setattr(chaos.experiment.kit, "step", Recorded)
     kit = Experiment(cast(Any, None), cast(Any, None), cast(Any, None))
     monkeypatch.setattr(kit, "_check_no_unexpected_death", lambda: None)
     monkeypatch.setattr(kit, "_check_resources_settle", lambda: None)

@@ -9,31 +9,17 @@ from pathlib import Path
 
 import pytest
 
+from chaos.cli import build_parser, main, upgrade
+from chaos.cli.upgrade import default_alluredir, pytest_command, upgrade_check
 from chaos.errors import ChaosError
-from chaos.report import cli_commands
-from chaos.report.cli_commands import (
-    add_commands,
-    default_alluredir,
-    pytest_command,
-    run_command,
-    upgrade_check,
-)
 
 
 def parse(*argv: str) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="raychaos")
-    add_commands(parser.add_subparsers(dest="command", required=True))
-    return parser.parse_args(argv)
+    return build_parser().parse_args(argv)
 
 
 def raychaos(*argv: str) -> int:
-    try:
-        code = run_command(parse(*argv))
-    except ChaosError as exc:
-        print(f"raychaos: error: {exc}", file=sys.stderr)
-        return 2
-    assert code is not None
-    return code
+    return main(list(argv))
 
 
 def write_result(directory: Path, name: str, version: str, claim: str, status: str) -> None:
@@ -194,7 +180,7 @@ def test_a_users_results_directory_must_be_empty(
     theirs.mkdir()
     (theirs / "x-result.json").write_text("{}")
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(cli_commands, "build_images", lambda *a: pytest.fail("built"))
+    monkeypatch.setattr(upgrade, "build_images", lambda *a: pytest.fail("built"))
     argv = ("upgrade-check", "--from", "2.59.0", "--to", "2.60.0", "--alluredir", str(theirs))
     assert raychaos(*argv) == 2
     assert "is not empty: earlier results would be compared too" in capsys.readouterr().err
@@ -206,8 +192,8 @@ def test_the_cli_path_uses_the_module_builder_and_runner(
 ) -> None:
     monkeypatch.chdir(tmp_path)
     built: list[str] = []
-    monkeypatch.setattr(cli_commands, "build_images", lambda a, b, image: built.extend([a, b]))
-    monkeypatch.setattr(cli_commands, "run_pytest", FakeRun(0))
+    monkeypatch.setattr(upgrade, "build_images", lambda a, b, image: built.extend([a, b]))
+    monkeypatch.setattr(upgrade, "run_pytest", FakeRun(0))
     assert raychaos("upgrade-check", "--from", "2.59.0", "--to", "2.60.0") == 0
     assert built == ["2.59.0", "2.60.0"]
     assert (tmp_path / "reports" / "upgrade-2.59.0-to-2.60.0.html").is_file()

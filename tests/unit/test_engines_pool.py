@@ -19,10 +19,10 @@ from chaos import labels
 from chaos.backends.docker import engines, images, reaper, sweep
 from chaos.backends.docker.client import EngineLost, client_kwargs
 from chaos.backends.docker.engines import EnginePool, EngineUse
-from chaos.backends.docker.images import BuildSettings, ImageBuilder, carry
+from chaos.backends.docker.images import BuildSettings, ImageBuilder, carry, transfer
 from chaos.cluster.boot_slots import boot_slot, engine_scope, slot_directory, slots_for_cpus
 from chaos.errors import ChaosError, ClusterBootTimeout, DockerUnavailable, ImageBuildError
-from chaos.settings import resolve
+from chaos.plugin.settings import resolve
 
 A, B, C = "unix:///run/a.sock", "unix:///run/b.sock", "ssh://ci@builder-3"
 
@@ -321,7 +321,7 @@ TAG = images.ray_image_tag("2.60.0", "3.11")
 def _engine_with_image(tamper: bool = False) -> tuple[ImageEngine, str]:
     base = images.debian_base_tag()
     donor = ImageEngine({base: FakeImage("sha256:base", {})})
-    recipe = ImageBuilder(donor)._recipe_hash("2.60.0", "3.11", base)  # type: ignore[arg-type]
+    recipe = ImageBuilder(donor).recipe_hash("2.60.0", "3.11", base)  # type: ignore[arg-type]
     donor.images.found[TAG] = FakeImage("sha256:ray", {labels.IMAGE_RECIPE: recipe})
     return donor, ("tampered" if tamper else recipe)
 
@@ -346,7 +346,7 @@ def carried(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
             target.images.found[ref] = FakeImage(image.id, dict(image.labels))
         return 123 * 2**20, 4.0
 
-    monkeypatch.setattr(images, "carry", fake_carry)
+    monkeypatch.setattr(transfer, "carry", fake_carry)
     return calls
 
 
@@ -383,7 +383,7 @@ def test_a_failed_transfer_means_a_build(monkeypatch: pytest.MonkeyPatch) -> Non
     def broken(*_: Any) -> tuple[int, float]:
         raise ImageBuildError("carrying x failed after 12 MiB: connection reset")
 
-    monkeypatch.setattr(images, "carry", broken)
+    monkeypatch.setattr(transfer, "carry", broken)
     donor, _ = _engine_with_image()
     said: list[str] = []
     assert not images.carry_from_donors(
@@ -462,8 +462,8 @@ def test_carry_is_bounded() -> None:
 
 
 def test_an_engine_use_is_what_the_plugin_stashes() -> None:
-    """EngineUse satisfies the testkit's Engine protocol (what the hooks and labels read)."""
-    from chaos.testkit import Engine
+    """EngineUse satisfies the Engine protocol (what the hooks and labels read)."""
+    from chaos.backends.base import Engine
 
     use: Engine = EngineUse(A, FakeClient(A), ImageBuilder(FakeClient(A)), "id", 2, "s")  # type: ignore[arg-type]
     assert use.name == A and use.lost == ""

@@ -19,15 +19,16 @@ import pytest
 import requests
 
 from chaos import labels
-from chaos.backends.docker import execstream, images
+from chaos.backends.docker import execstream
 from chaos.backends.docker.backend import DockerBackend
 from chaos.backends.docker.client import EngineUnresponsive, translated
+from chaos.backends.docker.images import process
 from chaos.cli import main
 from chaos.cluster.cluster import Cluster
 from chaos.errors import ChaosError, DockerOperationError, ImageBuildError, SpecError, WorkloadError
+from chaos.plugin.factory import ClusterFactory, TeardownError
 from chaos.spec import topology as spec_module
 from chaos.spec.topology import ClusterSpec, load_topology
-from chaos.testkit import ClusterFactory, TeardownError
 
 
 def one_line(exc: BaseException) -> str:
@@ -203,14 +204,14 @@ def test_the_state_of_a_node_on_a_hung_engine_is_one_line_and_gone_is_gone() -> 
 def test_a_killed_step_whose_output_a_runaway_holds_open_still_ends(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(images, "KILLED_OUTPUT_WAIT_S", 0.5)
+    monkeypatch.setattr(process, "KILLED_OUTPUT_WAIT_S", 0.5)
     pidfile = tmp_path / "runaway.pid"
     # The runaway leaves the step's process group (setsid) and keeps its stdout open.
     script = f"setsid sh -c 'echo $$ > {pidfile}; exec sleep 60' & sleep 60"
     started = time.monotonic()
     try:
         with pytest.raises(ImageBuildError) as caught:
-            images.run_bounded(
+            process.run_bounded(
                 ["sh", "-c", script],
                 step="debootstrap bookworm",
                 bound_s=0.5,
@@ -227,7 +228,7 @@ def test_a_killed_step_whose_output_a_runaway_holds_open_still_ends(
 
 
 def test_a_step_that_ends_in_time_gives_its_output() -> None:
-    done = images.run_bounded(
+    done = process.run_bounded(
         ["sh", "-c", "echo out; echo err >&2"], step="s", bound_s=10, bound_name="B", hint="h"
     )
     assert (done.returncode, done.stdout, done.stderr) == (0, "out\n", "err\n")

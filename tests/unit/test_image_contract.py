@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from chaos.backends.base import ExecResult
-from chaos.backends.docker.derived import _explained
+from chaos.backends.docker.images.derived import _explained
 from chaos.errors import ImageBuildError, ImageLacksTool
 from chaos.nemesis.base import run
 from chaos.spec.image_contract import (

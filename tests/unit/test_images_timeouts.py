@@ -15,8 +15,15 @@ import docker.errors
 import pytest
 import requests
 
-from chaos.backends.docker import images
-from chaos.backends.docker.images import BuildSettings, ImageBuilder
+from chaos.backends.docker.images import (
+    BuildSettings,
+    ImageBuilder,
+    base,
+    dockerbuild,
+    lock,
+    transfer,
+    wheelhouse,
+)
 from chaos.errors import ImageBuildError
 
 
@@ -85,7 +92,7 @@ def test_a_hung_pip_download_is_killed_with_its_children_and_named(
 ) -> None:
     child = tmp_path / "child.pid"
     fake_tool(tmp_path / "bin", "pip", f"sleep 60 &\necho $! > {child}\nwait\n")
-    monkeypatch.setattr(images, "PIP_DOWNLOAD_TIMEOUT_S", 1.0)
+    monkeypatch.setattr(wheelhouse, "PIP_DOWNLOAD_TIMEOUT_S", 1.0)
     started = time.monotonic()
     with pytest.raises(ImageBuildError) as caught:
         builder(tmp_path, pip=(str(tmp_path / "bin" / "pip"),)).wheelhouse("2.60.0", "3.11")
@@ -112,7 +119,7 @@ def test_a_hung_debootstrap_is_killed_named_and_cleaned_up(
     fake_tool(tmp_path / "bin", "debootstrap", "exec sleep 60\n")
     monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.setattr(os, "geteuid", lambda: 0)
-    monkeypatch.setattr(images, "DEBOOTSTRAP_TIMEOUT_S", 1.0)
+    monkeypatch.setattr(base, "DEBOOTSTRAP_TIMEOUT_S", 1.0)
     with pytest.raises(ImageBuildError) as caught:
         builder(tmp_path, debian_mirror="http://mirror.invalid/debian").ensure_base()
     message = str(caught.value)
@@ -147,7 +154,7 @@ def test_a_lock_held_by_a_live_process_is_waited_for_only_so_long(
     try:
         assert holder.stdout is not None
         assert holder.stdout.readline().strip() == "held"
-        monkeypatch.setattr(images, "LOCK_WAIT_S", 1.0)
+        monkeypatch.setattr(lock, "LOCK_WAIT_S", 1.0)
         lines: list[str] = []
         started = time.monotonic()
         with (
@@ -174,12 +181,13 @@ def test_a_lock_held_by_a_live_process_is_waited_for_only_so_long(
 
 def test_the_lock_wait_covers_the_longest_build_it_may_wait_for() -> None:
     longest = (
-        images.DEBOOTSTRAP_TIMEOUT_S
-        + images.TAR_TIMEOUT_S
-        + images.PIP_DOWNLOAD_TIMEOUT_S
-        + images.DOCKER_BUILD_TIMEOUT_S
+        transfer.TRANSFER_TIMEOUT_S
+        + base.DEBOOTSTRAP_TIMEOUT_S
+        + base.TAR_TIMEOUT_S
+        + wheelhouse.PIP_DOWNLOAD_TIMEOUT_S
+        + dockerbuild.DOCKER_BUILD_TIMEOUT_S
     )
-    assert longest < images.LOCK_WAIT_S
+    assert longest < lock.LOCK_WAIT_S
 
 
 def test_a_docker_build_past_its_bound_is_named(
@@ -187,7 +195,7 @@ def test_a_docker_build_past_its_bound_is_named(
 ) -> None:
     build = builder(tmp_path)
     build.client.api.chunks = [{"stream": "Step 1/9 : FROM base"}]  # type: ignore[attr-defined]
-    monkeypatch.setattr(images, "DOCKER_BUILD_TIMEOUT_S", -1.0)
+    monkeypatch.setattr(dockerbuild, "DOCKER_BUILD_TIMEOUT_S", -1.0)
     with pytest.raises(ImageBuildError) as caught:
         build.docker_build("raychaos/ray:x", "recipe", path=str(tmp_path))
     assert "did not finish within -1 s (DOCKER_BUILD_TIMEOUT_S)" in str(caught.value)

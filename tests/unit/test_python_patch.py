@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from chaos.backends.docker import python_patch
+from chaos.bench import python_patch
 from chaos.errors import PythonPatchUnavailable
 
 

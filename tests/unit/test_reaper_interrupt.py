@@ -12,7 +12,7 @@ import pytest
 
 HANDLERS = """
 import os, signal, sys
-from chaos import interrupts, plugin
+from chaos.plugin import interrupts
 
 mine = lambda signum, frame: None
 if sys.argv[1] == "foreign":
@@ -102,7 +102,7 @@ def nemesis(ray_cluster):
 """
 
 INTERRUPTED_TEST = """
-from chaos import interrupts, plugin
+from chaos.plugin import interrupts
 
 def test_interrupted(experiment):
     interrupts.INTERRUPTED.set()  # what the handlers do on SIGINT/SIGTERM

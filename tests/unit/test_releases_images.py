@@ -88,7 +88,7 @@ def test_the_recipe_hash_holds_the_wheels_hash(tmp_path: Path, pip: Path) -> Non
         archive.writestr("ray/patched.py", "PATCHED = True\n")
     other = releases.read_wheel(other_path, "w")
     hashes = {
-        builder(tmp_path, wheels, pip)._recipe_hash("2.60.0", "3.11", "base")
+        builder(tmp_path, wheels, pip).recipe_hash("2.60.0", "3.11", "base")
         for wheels in ({}, {"2.60.0": one}, {"2.60.0": other})
     }
     assert len(hashes) == 3, "the release, and each build of it, are different recipes"

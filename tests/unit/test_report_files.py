@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from chaos.backends.docker.facts import engine_properties
 from chaos.report.categories import CATEGORIES, Category, merge_categories
 from chaos.report.claims import SEVERITIES, claim_labels, claim_links, worst_severity
 from chaos.report.properties import format_properties, merge_properties, parse_properties
@@ -121,7 +122,11 @@ def test_only_this_runs_raychaos_results_count(tmp_path: Path) -> None:
 @pytest.fixture
 def info(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> RunInfo:
     monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")
-    return RunInfo("r1", "2.60.0", "default", "raychaos/ray:2.60.0-py3.11", 0, tmp_path)
+    image = "raychaos/ray:2.60.0-py3.11"
+    # What the plugin asks the engine; an engine that does not answer is written, not raised.
+    return RunInfo(
+        "r1", "2.60.0", "default", image, 0, tmp_path, (), engine_properties(image, (), 0)
+    )
 
 
 def test_run_files_keep_another_executor_and_replace_our_own(tmp_path: Path, info: RunInfo) -> None:

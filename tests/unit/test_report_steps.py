@@ -9,9 +9,9 @@ from chaos.nemesis.exhaustion import FillDisk, MemoryPressure
 from chaos.nemesis.host import KillNode, PauseNode, RestartNode, StopNode
 from chaos.nemesis.network import Degrade, Partition
 from chaos.nemesis.process import KillGcs, KillRaylet, KillWorker
+from chaos.plugin.factory import describe_spec
 from chaos.spec.topology import ClusterSpec, NodeSpec
 from chaos.steps import mark, seconds, short, step
-from chaos.testkit import describe_spec
 
 
 def _raylet() -> KillRaylet:

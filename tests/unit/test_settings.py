@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from chaos.settings import SettingError, resolve
+from chaos.plugin.settings import SettingError, resolve
 from chaos.spec import releases
 
 

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
+from chaos.bench.suite import bench_suite
 from chaos.cli import main
-from chaos.report.suite_bench import bench_suite
 from chaos.report.timing import TIMING
 
 T0 = 1_700_000_000_000  # ms

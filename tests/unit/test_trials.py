@@ -1,11 +1,11 @@
-"""The trial option and the names of trials (chaos.trials), without pytest runs."""
+"""The trial option and the names of trials (chaos.plugin.settings, chaos.report.trials), without pytest runs."""
 
 from __future__ import annotations
 
 import pytest
 
-from chaos.settings import SettingError, resolve
-from chaos.trials import trial_ids, trial_of_parameters, untrial
+from chaos.plugin.settings import SettingError, resolve
+from chaos.report.trials import trial_ids, trial_of_parameters, untrial
 
 
 def test_one_trial_by_default_and_precedence() -> None:
@@ -54,7 +54,7 @@ def test_trial_of_allure_parameters() -> None:
 
 def test_option_help_is_safe_for_argparse() -> None:
     """argparse %-formats help strings: a bare % broke `pytest --help`."""
-    from chaos.settings import OPTIONS
+    from chaos.plugin.settings import OPTIONS
 
     for option in OPTIONS:
         assert "%" not in option.help.replace("%%", ""), option.flag

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from test_compare_upgrade import parse, raychaos, write_result
 
+from chaos.cli import upgrade
+from chaos.cli.upgrade import UpgradeSide, upgrade_check_sides
 from chaos.errors import ChaosError
-from chaos.report import cli_commands
-from chaos.report.cli_commands import UpgradeSide, upgrade_check_sides
 
 MINE = UpgradeSide(image="mycorp/ray:2.59")
 NEXT = UpgradeSide(image="mycorp/ray:2.60")
@@ -96,7 +96,7 @@ def test_the_cli_probes_each_image_before_any_session(
     monkeypatch.chdir(tmp_path)
     order: list[str] = []
     monkeypatch.setattr(
-        cli_commands,
+        upgrade,
         "prepare_side",
         lambda side, base: order.append(f"probe {side}") or prepared(side, base),
     )
@@ -106,7 +106,7 @@ def test_the_cli_probes_each_image_before_any_session(
         order.append("pytest")
         return run(command, cwd)
 
-    monkeypatch.setattr(cli_commands, "run_pytest", runner)
+    monkeypatch.setattr(upgrade, "run_pytest", runner)
     argv = ("upgrade-check", "--from-image", "mycorp/ray:2.59", "--to-image", "mycorp/ray:2.60")
     assert raychaos(*argv) == 0
     assert order == [

@@ -22,7 +22,7 @@ from chaos.report.categories import categorize
 
 CHAOS = Path(__file__).resolve().parents[2] / "chaos"
 #: ``assert`` statements left in modules another change owns: type narrowing and harness
-#: preconditions, no verdict (``chaos/testkit.py``, ``chaos/backends/docker/``). At most this
+#: preconditions, no verdict (``chaos/plugin/``, ``chaos/backends/docker/``). At most this
 #: many per file; drop an entry once its file is converted.
 NOT_YET: dict[str, int] = {}
 

@@ -31,7 +31,6 @@ from chaos.backends.docker.containers import (
     lib_archive,
     secrets_archive,
 )
-from chaos.backends.docker.derived import derive
 from chaos.backends.docker.execstream import (
     KILL_AFTER_S,
     ExecStream,
@@ -40,6 +39,7 @@ from chaos.backends.docker.execstream import (
     in_node_bound,
 )
 from chaos.backends.docker.images import ImageBuilder
+from chaos.backends.docker.images.derived import derive
 from chaos.errors import ChaosError, DockerOperationError, WorkloadError
 from chaos.resources import agent_path
 

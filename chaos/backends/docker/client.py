@@ -56,7 +56,7 @@ def connect(timeout: float = 120.0, url: str | None = None) -> docker.DockerClie
         client.ping()
     except (docker.errors.DockerException, OSError) as exc:
         raise DockerUnavailable(
-            f"cannot reach the Docker daemon at {where}: {_first_line(exc)}",
+            f"cannot reach the Docker daemon at {where}: {first_line(exc)}",
             hint="start it (e.g. `sudo systemctl start docker`) or point DOCKER_HOST (or "
             "--raychaos-docker-host) at a running engine, then check with `docker info`",
         ) from exc
@@ -86,7 +86,7 @@ def answers(url: str | None, timeout: float = 10.0) -> str | None:
         client = connect(timeout=timeout, url=url)
     except DockerUnavailable as exc:
         cause = exc.__cause__ or exc
-        return _first_line(cause)
+        return first_line(cause)
     client.close()
     return None
 
@@ -109,13 +109,13 @@ def translated(what: str) -> Iterator[None]:
         # DockerException nor a ConnectionError, and would escape as a raw traceback.
         raise EngineUnresponsive(
             f"{what} failed: expected the Docker daemon to answer within the client's "
-            f"timeout, got no answer ({_first_line(exc)})",
+            f"timeout, got no answer ({first_line(exc)})",
             hint="the daemon is hung or overloaded: check `docker info` and its log (a hung "
             "dockerd needs a restart)",
         ) from exc
     except (docker.errors.DockerException, requests.exceptions.ConnectionError) as exc:
         raise DockerUnavailable(
-            f"{what} failed: lost the Docker daemon ({_first_line(exc)})",
+            f"{what} failed: lost the Docker daemon ({first_line(exc)})",
             hint="check that the daemon is still running (`docker info`)",
         ) from exc
 
@@ -125,6 +125,7 @@ def call(what: str, fn: Callable[[], T]) -> T:
         return fn()
 
 
-def _first_line(exc: BaseException) -> str:
+def first_line(exc: BaseException) -> str:
+    """An error in one line of at most 300 characters (its class when it says nothing)."""
     text = str(exc).strip() or type(exc).__name__
     return text.splitlines()[0][:300]

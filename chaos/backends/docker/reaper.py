@@ -1,34 +1,16 @@
-"""The reaper: when a process that created Docker objects dies — by any signal — remove them.
+"""The reaper: when a process that created Docker objects dies, by any signal, remove them.
 
 Teardown cannot run after SIGKILL, a crashed xdist worker or a cancelled CI job, and the next
-run's sweep may never come (or come on another machine). So the first time a process connects
-to Docker (the ``docker_client`` fixture) it starts one reaper: ``python -m
-chaos.backends.docker.reaper``, a small host process of its own that
+sweep may never come. So a process's first Docker connection starts one small host process
+(``python -m chaos.backends.docker.reaper``, in its own session, output to a log under the
+cache directory) that watches its owner by PID and start time and, once the owner is gone,
+removes the containers, networks and volumes whose owner labels are exactly its owner's
+(except clusters kept for inspection), looking again until a pass finds nothing.
 
-- runs in a new session (``start_new_session``): the terminal's Ctrl-C and SIGHUP, and signals
-  to pytest's process group, do not reach it; stdin is /dev/null and its output goes to a log
-  under ``<cache dir>/reaper/`` (never to pytest's pipes, so nobody waits for its EOF);
-- watches its owner every second by PID and start time (``kill(pid, 0)`` and /proc), and by
-  its own parent PID, which changes the moment the owner exits (even while the owner lingers
-  as an unreaped zombie);
-- when the owner is gone — killed or ended normally — removes the containers (forced, in
-  parallel), then the networks, then the volumes whose owner labels (PID, start time, boot id,
-  machine id, PID namespace) are exactly its owner's, except clusters kept for inspection
-  (``sweep.kept_dir()``), looks again until a pass finds nothing (bounded), and exits.
-
-After a normal end the owner's teardown has removed everything, so the reaper lists, finds
-nothing and exits within about a second; the owner never waits for it. It talks to the engine
-it is given (``--engine URL``, one reaper per engine a process uses; without it the engine of
-``DOCKER_HOST``): it inherits the environment (TLS settings, ssh configuration) and uses
-:func:`chaos.backends.docker.client.connect`, connecting only when there is work. It runs on
-the machine of the process it watches, whichever machine the engine is on.
-
-Why a host process and not a container (testcontainers' Ryuk): a reaper container needs the
-Docker socket mounted — root on the host handed to a container — and docker-py inside an
-image, and this project has no registry to pull such an image from. Why not the next run's
-sweep alone: it is not guaranteed to come, and leftovers hold ~1 GB per cluster until it does.
-What it cannot survive: being killed itself (a whole CI job's cgroup, ``kill -9`` of the
-session); then :mod:`chaos.backends.docker.sweep` is the net, on the next run on this machine.
+A host process, not a container like testcontainers' Ryuk: a reaper container would need the
+Docker socket (root on the host) and an image pulled from a registry this project does not
+have. What it cannot survive, being killed itself, the next run's sweep covers
+(README, "Cleanup").
 """
 
 from __future__ import annotations

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from chaos import labels
+from chaos.backends.docker.client import first_line
 from chaos.resources import default_cache_dir
 
 if TYPE_CHECKING:
@@ -146,18 +147,13 @@ def remove_parallel(
         try:
             remove(kind, obj, timeout)
         except Exception as exc:  # noqa: BLE001 - report it, remove the rest regardless
-            return f"{kind} {obj.name}: {_first_line(exc)}"
+            return f"{kind} {obj.name}: {first_line(exc)}"
         return None
 
     with ThreadPoolExecutor(max_workers=min(PARALLEL, len(objects))) as pool:
         outcomes = list(pool.map(one, objects))
     removed = [f"{kind} {o.name}" for o, err in zip(objects, outcomes, strict=True) if not err]
     return removed, [err for err in outcomes if err]
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip() or type(exc).__name__
-    return text.splitlines()[0][:300]
 
 
 # -- what is there --------------------------------------------------------------------------

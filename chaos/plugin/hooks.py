@@ -1,0 +1,172 @@
+"""The hooks around each test's phases: one wrapper per phase, its pieces in a stated order.
+
+Several concerns act on the same phase (a lost engine, boot-ahead, a trial's Allure
+parameter, the evidence of the body); each phase has one wrapper here that calls them in the
+order its docstring states, so no order hangs on registration. The one exception is Allure's
+labelling (:mod:`chaos.plugin.allure`): it must wrap allure-pytest's own set-up wrapper, so it
+is ``tryfirst`` there, while the set-up wrapper here is ``trylast`` (inside allure-pytest's).
+``tests/plugin/test_hook_order.py`` holds the order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+
+import pytest
+
+from chaos.errors import ChaosError, CheckFailed
+from chaos.plugin.boot_ahead import BOOT_AHEAD
+from chaos.plugin.engines import lost_engine_instead
+from chaos.plugin.interrupts import INTERRUPTED
+from chaos.plugin.items import evidence_dir, ran_raychaos
+from chaos.plugin.keys import EXPERIMENT_KEY, FACTORY_KEY, NEXT_ITEM, PHASE_REPORTS
+from chaos.plugin.terminal import say
+from chaos.plugin.trials import mark_trial
+from chaos.steps import step
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_protocol(
+    item: pytest.Item, nextitem: pytest.Item | None
+) -> Generator[None, object, object]:
+    """Remember which test this process runs next (what boot-ahead boots for)."""
+    item.stash[NEXT_ITEM] = nextitem
+    return (yield)
+
+
+@pytest.hookimpl(wrapper=True, trylast=True)
+def pytest_runtest_setup(item: pytest.Item) -> Generator[None, None, None]:
+    """Set-up, innermost (after allure-pytest opened the result, before any fixture):
+
+    1. the trial as an excluded Allure parameter (:func:`chaos.plugin.trials.mark_trial`);
+    2. the fixtures, what they raise re-raised as ``EngineLost`` when the engine is gone.
+    """
+    mark_trial(item)
+    with lost_engine_instead(item):
+        return (yield)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
+    """The test body, with these pieces in this order:
+
+    1. boot the next test's cluster ahead (this test's clusters are up: its engine is known);
+    2. the body, what it raises re-raised as ``EngineLost`` when its engine is gone (outside
+       steps 3 and 4, which see the body's own error);
+    3. when the body failed (not as its xfail marker expects), every node's log;
+    4. passed or not, the evidence so far (history, timeline, measurements) as the body's last
+       step. The fixture's teardown still writes the final history, heals and checks included.
+    """
+    _boot_next(item)
+    with lost_engine_instead(item):
+        try:
+            return (yield)
+        except BaseException as exc:
+            if not INTERRUPTED.is_set() and not _expected(item, exc):
+                factory = item.stash.get(FACTORY_KEY, None)
+                if factory is not None:
+                    factory.attach_logs("the test failed")
+            raise
+        finally:
+            kit = item.stash.get(EXPERIMENT_KEY, None)
+            if kit is not None and not INTERRUPTED.is_set():
+                _attach_evidence(item)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(
+    item: pytest.Item, nextitem: pytest.Item | None
+) -> Generator[None, None, None]:
+    """Teardown: 1. the fixtures, what they raise re-raised as ``EngineLost`` when the engine
+    is gone; 2. whatever: a cluster booted ahead for this test that it did not take goes."""
+    try:
+        with lost_engine_instead(item):
+            return (yield)
+    finally:
+        BOOT_AHEAD.discard(item.nodeid)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """Remember each phase's report so fixture teardown knows whether the test failed.
+
+    A harness error (``ChaosError``) stays an error — Allure files it as *broken* — but is shown
+    as one line that says what to do, not a traceback from deep inside docker-py. A
+    ``CheckFailed`` keeps its traceback: it is a verdict, and the line that judged matters.
+
+    pytest applies an xfail's ``raises=`` to every phase, so a postcondition failing at
+    teardown (an ``AssertionError``) after a finding's body would read as that finding again:
+    a raychaos test's teardown failure stays an error.
+    """
+    report = yield
+    error = call.excinfo.value if call.excinfo is not None else None
+    if (
+        report.when == "teardown"
+        and hasattr(report, "wasxfail")
+        and error is not None
+        and not isinstance(error, pytest.xfail.Exception)
+        and ran_raychaos(item)
+    ):
+        del report.wasxfail
+        report.outcome = "failed"
+    if isinstance(error, ChaosError) and not isinstance(error, CheckFailed):
+        report.longrepr = f"{type(error).__name__}: {error}"
+    item.stash.setdefault(PHASE_REPORTS, {})[report.when] = report
+    return report
+
+
+@pytest.hookimpl
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Whatever is still booting ahead goes."""
+    BOOT_AHEAD.discard()
+
+
+def _boot_next(item: pytest.Item) -> None:
+    """Boot the next test's cluster ahead, from a test that booted through the factory."""
+    factory = item.stash.get(FACTORY_KEY, None)
+    if factory is not None and factory.clusters:
+        try:
+            factory.boot_ahead(item.stash.get(NEXT_ITEM, None))
+        except Exception as exc:  # noqa: BLE001 - an optimisation must never fail a test
+            say(f"raychaos: could not boot the next test's cluster ahead: {exc}")
+
+
+def _expected(item: pytest.Item, error: BaseException) -> bool:
+    """Whether ``error`` is what the test's xfail marker expects (a recorded finding)."""
+    mark = item.get_closest_marker("xfail")
+    if mark is None or not all(bool(c) for c in mark.args):
+        return False
+    raises = mark.kwargs.get("raises")
+    return raises is None or isinstance(error, raises)
+
+
+def _attach_evidence(item: pytest.Item) -> None:
+    """History JSON, timeline and measurements into reports/ and, as the last step of the
+    test body, into Allure; never breaks the run."""
+    kit = item.stash[EXPERIMENT_KEY]
+    try:
+        import json
+
+        import allure
+
+        from chaos.report.timeline import write_evidence
+
+        with step("evidence: history, timeline and measurements"):
+            history, picture = write_evidence(kit, evidence_dir(item.config), item.nodeid)
+            allure.attach.file(
+                str(history), name="history", attachment_type=allure.attachment_type.JSON
+            )
+            if picture is not None:
+                allure.attach.file(
+                    str(picture), name="timeline", attachment_type=allure.attachment_type.PNG
+                )
+            if kit.measurements:
+                allure.attach(
+                    json.dumps(kit.measurements, indent=1, default=repr),
+                    name="measurements",
+                    attachment_type=allure.attachment_type.JSON,
+                )
+    except Exception as exc:  # noqa: BLE001 - evidence is best effort, the verdict is not
+        say(f"raychaos: could not write evidence for {item.nodeid}: {exc!r}")
