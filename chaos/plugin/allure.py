@@ -24,8 +24,9 @@
   the result becomes that failure: allure-pytest lets a teardown failure override only a
   passed result, so it would stay "skipped: XFAIL FINDING" and count the finding and the
   postconditions as accounted for.
-* Run-level files (``categories.json``, ``executor.json``, ``environment.properties``),
-  written by the controller (or the single process) at session finish.
+* Run-level files (``categories.json``, ``executor.json``, ``environment.properties``,
+  ``raychaos-cpu.json``), written by the controller (or the single process) at session
+  finish; the host's CPU counters for the last one are read at configure and at finish.
 
 Inert unless used: nothing happens without ``--alluredir``; only raychaos tests are labelled,
 listed or given crash results; the run-level files are merged into the directory only when
@@ -57,6 +58,7 @@ from chaos.plugin.keys import SETTINGS_KEY
 from chaos.report import identity
 from chaos.report.claims import FINDING_LABEL
 from chaos.report.crash import crash_result, item_facts
+from chaos.report.hostcpu import HostSample, host_cpu, sample_host
 from chaos.report.runfiles import RunInfo, raychaos_versions, write_atomic, write_run_files
 
 MANIFEST_INPUT = "raychaos_manifest_dir"
@@ -77,6 +79,8 @@ class _State:
     alluredir: Path
     #: When this process configured (ms): results that started earlier are an earlier run's.
     started_ms: int
+    #: Controller: the host's CPU counters when it configured (:mod:`chaos.report.hostcpu`).
+    cpu_start: HostSample | None = None
     #: Controller: where workers write their manifests (created on the first worker).
     manifest_dir: Path | None = None
     #: Controller: crash results written, by path, rewritten at finish if a worker wiped them.
@@ -191,7 +195,11 @@ def pytest_configure(config: pytest.Config) -> None:
         raw = config.getoption("allure_report_dir", None)
         if raw:
             # allure-pytest resolves the directory against the working directory the same way.
-            config.stash[STATE] = _State(Path(os.path.abspath(raw)), _now_ms())
+            config.stash[STATE] = _State(
+                Path(os.path.abspath(raw)),
+                _now_ms(),
+                cpu_start=None if _is_worker(config) else sample_host(),
+            )
     state = _state(config)
     if state is not None:
         with _guard(config, "register the strict-xpass message"):
@@ -374,7 +382,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
             "one replacing a crashed worker mid-run, and can delete results already written; "
             "clean the directory before the run instead"
         )
-    with _guard(config, "write categories.json, executor.json and environment.properties"):
+    with _guard(config, "write categories.json, executor.json, environment.properties…"):
         skipped = write_run_files(state.alluredir, _run_info(config), versions)
         state.notes += [f"raychaos: WARNING: left {what} in {state.alluredir}" for what in skipped]
 
@@ -382,11 +390,15 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 def _run_info(config: pytest.Config) -> RunInfo:
     """The run as the run-level files describe it; its engines are asked here, since the
     report layer never talks to one."""
+    from chaos.backends.docker.engines import engine_urls
     from chaos.backends.docker.facts import engine_properties
     from chaos.backends.docker.images import node_image_tag
     from chaos.plugin.keys import RUN_ID_KEY
 
     settings = config.stash[SETTINGS_KEY]
+    state = _state(config)
+    # The finish sample first: asking the engines below takes CPU and seconds of its own.
+    cpu = host_cpu(state.cpu_start, engine_urls(settings.docker_hosts)) if state else None
     workers = getattr(config.option, "numprocesses", None) or len(
         getattr(config.option, "tx", None) or []
     )
@@ -400,6 +412,7 @@ def _run_info(config: pytest.Config) -> RunInfo:
         root=config.rootpath,
         engines=settings.docker_hosts,
         engine=engine_properties(image, settings.docker_hosts, int(workers or 0)),
+        host_cpu=cpu,
     )
 
 

@@ -118,6 +118,7 @@ class ClusterFactory:
             if cluster is not None:
                 self.clusters.append(cluster)
                 timing.adopted(cluster, time.monotonic() - waited)
+                self.cpu_point("ready", [cluster])
                 return cluster
         from chaos.cluster.boot_slots import engine_scope
 
@@ -125,6 +126,7 @@ class ClusterFactory:
         self.clusters.append(cluster)
         with step(title), engine_scope(self.engine_id):
             cluster.start()
+        self.cpu_point("ready", [cluster])
         return cluster
 
     @property
@@ -173,6 +175,20 @@ class ClusterFactory:
             return
         BOOT_AHEAD.start(item.nodeid, spec, self.new_cluster(spec, item.nodeid), self.engine_id)
 
+    def cpu_point(self, point: str, clusters: Sequence[Cluster] | None = None) -> None:
+        """Each node's container CPU-seconds at ``point`` (:data:`chaos.report.timing.CPU_POINTS`)
+        for the timing record: one exec per node, concurrently; never fails the test."""
+        if INTERRUPTED.is_set() or (self.engine is not None and self.engine.lost):
+            return
+        from chaos.cluster.cpu import cluster_cpu_seconds
+
+        for cluster in self.clusters if clusters is None else clusters:
+            try:
+                if cluster.nodes:
+                    timing.cpu_sample(cluster, point, cluster_cpu_seconds(cluster))
+            except Exception:  # noqa: BLE001, S112 - a benchmark's input, never a verdict
+                continue
+
     def attach_logs(self, why: str) -> None:
         """Every node's log of every cluster into the report (once per cluster)."""
         from chaos.report.nodelogs import attach_node_logs
@@ -215,6 +231,7 @@ class ClusterFactory:
                     "  (every kept cluster: raychaos sweep --kept)"
                 )
                 continue
+            self.cpu_point("removal", [cluster])
             try:
                 with timing.removing(cluster):
                     cluster.stop()

@@ -55,7 +55,9 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
        steps 3 and 4, which see the body's own error);
     3. when the body failed (not as its xfail marker expects), every node's log;
     4. passed or not, the evidence so far (history, timeline, measurements) as the body's last
-       step. The fixture's teardown still writes the final history, heals and checks included.
+       step. The fixture's teardown still writes the final history, heals and checks included;
+    5. each node's container CPU at the body's end as Allure times it, before heals and
+       postconditions (:mod:`chaos.report.timing`, for ``raychaos bench suite``).
     """
     _boot_next(item)
     with lost_engine_instead(item):
@@ -71,6 +73,7 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
             kit = item.stash.get(EXPERIMENT_KEY, None)
             if kit is not None and not INTERRUPTED.is_set():
                 _attach_evidence(item)
+            _cpu_at_body_end(item)
 
 
 @pytest.hookimpl(wrapper=True)
@@ -131,6 +134,16 @@ def _boot_next(item: pytest.Item) -> None:
             factory.boot_ahead(item.stash.get(NEXT_ITEM, None))
         except Exception as exc:  # noqa: BLE001 - an optimisation must never fail a test
             say(f"raychaos: could not boot the next test's cluster ahead: {exc}")
+
+
+def _cpu_at_body_end(item: pytest.Item) -> None:
+    """The clusters' node CPU at the body's end (the factory's own guard keeps it harmless)."""
+    factory = item.stash.get(FACTORY_KEY, None)
+    if factory is not None and factory.clusters:
+        try:
+            factory.cpu_point("body_end")
+        except Exception as exc:  # noqa: BLE001 - a benchmark's input must never fail a test
+            say(f"raychaos: could not read the clusters' CPU at the body's end: {exc}")
 
 
 def _expected(item: pytest.Item, error: BaseException) -> bool:

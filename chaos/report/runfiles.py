@@ -1,4 +1,5 @@
-"""Allure's run-level files: ``categories.json``, ``executor.json``, ``environment.properties``.
+"""Allure's run-level files: ``categories.json``, ``executor.json``, ``environment.properties``,
+and raychaos' own ``raychaos-cpu.json`` (the host's busy CPU over the run).
 
 Written once per run, by the xdist controller (or the single process), at session finish and
 only when raychaos tests of this run left results in the directory. They are merged into
@@ -21,6 +22,7 @@ import pytest
 
 from chaos.report.categories import CATEGORIES, merge_categories
 from chaos.report.files import allure_files, read_json
+from chaos.report.hostcpu import CPU_FILE, HostCpu
 from chaos.report.model import ray_version_of
 from chaos.report.properties import merge_properties
 
@@ -73,6 +75,8 @@ class RunInfo:
     #: What those engines said of themselves (``docker.*``, ``image.*``, ``engine.*``), asked
     #: by the plugin: the report never talks to an engine.
     engine: Mapping[str, str] = field(default_factory=dict)
+    #: The host's CPU counters at session start and finish (:mod:`chaos.report.hostcpu`).
+    host_cpu: HostCpu | None = None
 
 
 def _number(value: str | None) -> int | None:
@@ -248,10 +252,13 @@ def write_run_files(alluredir: Path, info: RunInfo, versions: set[str]) -> list[
       CI build from its variables); a team's own (any other name) is kept.
     * ``environment.properties``: the repository's keys kept, ours added (ours replace the
       same key, :func:`chaos.report.properties.merge_properties`).
+    * ``raychaos-cpu.json``: the run's host CPU record, replaced (it is raychaos' alone).
 
     A file that cannot be read or parsed is left as it is (and named in the result).
     """
     skipped: list[str] = []
+    if info.host_cpu is not None:
+        write_atomic(alluredir / CPU_FILE, json.dumps(info.host_cpu.to_json(), indent=1))
     path = alluredir / "categories.json"
     try:
         existing = _existing(path)

@@ -76,12 +76,14 @@ class Engine:
 def test_the_call_wrapper_runs_its_pieces_in_the_stated_order(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    """Boot ahead, the body, its logs, the evidence, and only then the EngineLost line."""
+    """Boot ahead, the body, its logs, the evidence, the CPU at the body's end, and only then
+    the EngineLost line."""
     done: list[str] = []
     factory = SimpleNamespace(
         clusters=["one"],
         boot_ahead=lambda nxt: done.append(f"boot ahead {nxt}"),
         attach_logs=lambda why: done.append(f"logs: {why}"),
+        cpu_point=lambda point: done.append(f"cpu at {point}"),
     )
     item: Any = SimpleNamespace(
         stash=pytest.Stash(),
@@ -101,4 +103,10 @@ def test_the_call_wrapper_runs_its_pieces_in_the_stated_order(
     with pytest.raises(ChaosError, match="engine lost during RuntimeError: no route") as lost:
         wrapper.throw(RuntimeError("no route"))
     assert isinstance(lost.value.__cause__, RuntimeError)
-    assert done == ["boot ahead test_y", "body", "logs: the test failed", "evidence"]
+    assert done == [
+        "boot ahead test_y",
+        "body",
+        "logs: the test failed",
+        "evidence",
+        "cpu at body_end",
+    ]
