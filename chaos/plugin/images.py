@@ -16,7 +16,17 @@ from chaos.errors import ChaosError
 from chaos.plugin.items import uses_raychaos
 from chaos.plugin.keys import RUN_ID_KEY, SETTINGS_KEY
 from chaos.plugin.settings import Settings
-from chaos.spec.image_contract import FAULT_TOOLS, MARKER, ImageProbe, needed_tools, skip_reason
+from chaos.spec.image_contract import (
+    FAULT_TOOLS,
+    MARKER,
+    MODULES,
+    MODULES_MARKER,
+    ImageProbe,
+    module_skip_reason,
+    needed_modules,
+    needed_tools,
+    skip_reason,
+)
 
 PROBE_KEY = pytest.StashKey[ImageProbe]()
 
@@ -86,19 +96,20 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         return
     disabled: dict[str, list[str]] = {}
     for item in ours:
+        modules = item.get_closest_marker(MODULES_MARKER)
         mark = item.get_closest_marker(MARKER)
-        if mark is None:
-            continue
         try:
-            needed = needed_tools(mark.args)
+            needed = needed_tools(mark.args) if mark else ()
+            imports = needed_modules(modules.args) if modules else ()
         except ValueError as exc:
             raise pytest.UsageError(f"{item.nodeid}: {exc}") from None
-        reason = skip_reason(probe, needed)
+        reason = module_skip_reason(probe, imports) or skip_reason(probe, needed)
         if reason is not None:
             item.add_marker(pytest.mark.skip(reason=reason))
-            for tool in needed:
-                if not probe.has(tool):
-                    disabled.setdefault(tool, []).append(item.name)
+            lacking = [m for m in imports if probe.import_error(m)]
+            lacking += [tool for tool in needed if not probe.has(tool)]
+            for name in lacking:
+                disabled.setdefault(name, []).append(item.name)
     _say(config, probe, disabled)
 
 
@@ -112,6 +123,13 @@ def _say(config: pytest.Config, probe: ImageProbe, disabled: dict[str, list[str]
         tests = disabled.get(tool, [])
         what = f"skips {len(tests)}: {', '.join(tests)}" if tests else "no collected test needs it"
         lines.append(f"raychaos: image lacks {tool} ({FAULT_TOOLS[tool]}): {what}")
+    for module in probe.missing_modules:
+        tests = disabled.get(module, [])
+        what = f"skips {len(tests)}: {', '.join(tests)}" if tests else "no collected test needs it"
+        lines.append(
+            f"raychaos: image cannot import {module} ({probe.import_error(module)}; "
+            f"{MODULES[module]}): {what}"
+        )
     reporter = config.pluginmanager.get_plugin("terminalreporter")
     for line in lines:
         if reporter is not None and worker is None:

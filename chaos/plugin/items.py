@@ -27,7 +27,7 @@ FIXTURES = frozenset(
         "raychaos_engines",
     }
 )
-MARKERS = ("cluster", "claim", "needs_tools")
+MARKERS = ("cluster", "claim", "needs_tools", "needs_modules")
 
 
 def uses_raychaos(item: pytest.Item) -> bool:

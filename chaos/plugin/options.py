@@ -62,6 +62,11 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     config.addinivalue_line(
         "markers",
+        "needs_modules(*modules): Python modules this experiment imports in its nodes "
+        "(ray.serve); it skips on an image where one does not import",
+    )
+    config.addinivalue_line(
+        "markers",
         "no_boot_ahead: boot this test's cluster at its own set-up, not while the previous "
         "test runs (for a test whose cluster_spec fixture is not its cluster marker)",
     )

@@ -38,6 +38,16 @@ FAULT_TOOLS: Mapping[str, str] = MappingProxyType(
 )
 #: The pytest marker naming the fault tools an experiment execs.
 MARKER = "needs_tools"
+#: Python modules only some experiments import inside the nodes: the probe tries each with the
+#: image's own Python; a module that fails to import skips the experiments marked as needing it.
+MODULES: Mapping[str, str] = MappingProxyType(
+    {
+        "ray.serve": "Ray Serve (the SERVE family): install ray[serve]==<the image's Ray> "
+        "(fastapi, starlette, uvicorn, watchfiles, requests)",
+    }
+)
+#: The pytest marker naming the modules an experiment imports in its nodes.
+MODULES_MARKER = "needs_modules"
 
 
 @dataclass(frozen=True)
@@ -55,9 +65,13 @@ class ImageProbe:
     prefix_kind: str
     #: tool → its path in the image ("" when absent).
     tools: Mapping[str, str] = field(default_factory=dict)
+    #: module of :data:`MODULES` → "" when it imports, else its import error (one line). A
+    #: module the probe did not try (an older probe) is taken as importable.
+    modules: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "tools", MappingProxyType(dict(self.tools)))
+        object.__setattr__(self, "modules", MappingProxyType(dict(self.modules)))
 
     @classmethod
     def from_json(cls, image: str, node_image: str, data: Mapping[str, Any]) -> ImageProbe:
@@ -71,6 +85,7 @@ class ImageProbe:
                 python_version=str(data["python_version"]),
                 prefix_kind=str(data.get("prefix_kind", "prefix")),
                 tools={str(k): str(v) for k, v in dict(data["tools"]).items()},
+                modules={str(k): str(v) for k, v in dict(data.get("modules", {})).items()},
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise ImageBuildError(
@@ -80,6 +95,14 @@ class ImageProbe:
 
     def has(self, tool: str) -> bool:
         return bool(self.tools.get(tool))
+
+    def import_error(self, module: str) -> str:
+        """Why ``module`` does not import in the image ("" when it does, or was not tried)."""
+        return self.modules.get(module, "")
+
+    @property
+    def missing_modules(self) -> list[str]:
+        return [module for module in MODULES if self.import_error(module)]
 
     @property
     def missing_required(self) -> list[str]:
@@ -116,6 +139,27 @@ def skip_reason(probe: ImageProbe, needed: tuple[str, ...]) -> str | None:
         return None
     uses = "; ".join(f"{t}: {FAULT_TOOLS.get(t, 'used by this experiment')}" for t in missing)
     return f"image {probe.image} has no {', '.join(missing)}, which this experiment needs ({uses})"
+
+
+def module_skip_reason(probe: ImageProbe, needed: tuple[str, ...]) -> str | None:
+    """Why an experiment importing ``needed`` in its nodes cannot run on ``probe``'s image."""
+    missing = [module for module in needed if probe.import_error(module)]
+    if not missing:
+        return None
+    why = "; ".join(f"{m}: {probe.import_error(m)} ({MODULES.get(m, '')})" for m in missing)
+    return f"image {probe.image} cannot import {', '.join(missing)}: {why}"
+
+
+def needed_modules(marker_args: tuple[object, ...]) -> tuple[str, ...]:
+    """The modules of a ``needs_modules`` marker, each checked against the contract."""
+    modules = tuple(str(a) for a in marker_args)
+    unknown = [m for m in modules if m not in MODULES]
+    if unknown:
+        raise ValueError(
+            f"@pytest.mark.{MODULES_MARKER}: expected modules among {', '.join(MODULES)}, "
+            f"got {', '.join(unknown)}"
+        )
+    return modules
 
 
 def needed_tools(marker_args: tuple[object, ...]) -> tuple[str, ...]:

@@ -119,3 +119,44 @@ def test_without_an_image_nothing_is_probed(pytester: pytest.Pytester, probed: l
     result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "-k", "tasks or plain")
     result.assert_outcomes(passed=2, deselected=2)
     assert probed == []
+
+
+def test_an_image_without_serve_skips_the_serve_family_with_one_line(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    error = "ModuleNotFoundError: No module named 'starlette'"
+
+    def fake_derive(builder: object, image: str, labels: object) -> ImageProbe:
+        found = probe(image)
+        return ImageProbe(**{**found.__dict__, "modules": {"ray.serve": error}})
+
+    monkeypatch.setattr(derived, "derive", fake_derive)
+    monkeypatch.setattr("chaos.backends.docker.client.connect", lambda **_: object())
+    for var in ("RAYCHAOS_IMAGE", "RAYCHAOS_RAY_VERSION"):
+        monkeypatch.delenv(var, raising=False)
+    pytester.makepyfile(
+        """
+import pytest
+
+pytestmark = pytest.mark.needs_modules("ray.serve")
+
+
+def test_serve_replica(raychaos_ray_version):
+    pass
+
+
+def test_serve_proxy(raychaos_ray_version):
+    pass
+"""
+    )
+    result = pytester.runpytest_inprocess(
+        "--raychaos-image", "mycorp/ray:next", "-rs", "-p", "no:cacheprovider"
+    )
+    result.assert_outcomes(skipped=2)
+    result.stdout.fnmatch_lines(
+        [
+            f"*raychaos: image cannot import ray.serve ({error}; Ray Serve*): skips 2: "
+            "test_serve_replica?2.61.0?, test_serve_proxy?2.61.0?",
+            f"*SKIPPED*image mycorp/ray:next cannot import ray.serve: ray.serve: {error}*",
+        ]
+    )

@@ -18,6 +18,8 @@ from chaos.spec.image_contract import (
     FAULT_TOOLS,
     REQUIRED_TOOLS,
     ImageProbe,
+    module_skip_reason,
+    needed_modules,
     needed_tools,
     skip_reason,
 )
@@ -69,6 +71,24 @@ def test_skip_reason_names_the_missing_tools_and_what_they_are_for() -> None:
     assert reason is not None
     assert reason.startswith("image team/ray:1 has no iptables, ss, which this experiment needs")
     assert FAULT_TOOLS["iptables"] in reason
+
+
+def test_a_module_that_does_not_import_skips_what_needs_it_with_the_error() -> None:
+    error = "ModuleNotFoundError: No module named 'starlette'"
+    probe = ImageProbe.from_json(
+        "team/ray:1", "raychaos/node:abc", {**REPORT, "modules": {"ray.serve": error}}
+    )
+    assert probe.missing_modules == ["ray.serve"]
+    reason = module_skip_reason(probe, ("ray.serve",))
+    assert reason is not None
+    assert reason.startswith(f"image team/ray:1 cannot import ray.serve: ray.serve: {error}")
+    assert "ray[serve]" in reason and "\n" not in reason
+    # An older probe tried no module: taken as importable, nothing skipped.
+    older = ImageProbe.from_json("team/ray:1", "raychaos/node:abc", REPORT)
+    assert older.missing_modules == [] and module_skip_reason(older, ("ray.serve",)) is None
+    assert needed_modules(("ray.serve",)) == ("ray.serve",)
+    with pytest.raises(ValueError, match="got numpy"):
+        needed_modules(("numpy",))
 
 
 def test_a_marker_names_only_tools_of_the_contract() -> None:

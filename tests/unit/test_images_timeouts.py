@@ -98,7 +98,7 @@ def test_a_hung_pip_download_is_killed_with_its_children_and_named(
         builder(tmp_path, pip=(str(tmp_path / "bin" / "pip"),)).wheelhouse("2.60.0", "3.11")
     assert time.monotonic() - started < 10
     message = str(caught.value)
-    assert "pip download of ray[default]==2.60.0 did not finish within 1 s" in message
+    assert "pip download of ray[default,serve]==2.60.0 did not finish within 1 s" in message
     assert "PIP_DOWNLOAD_TIMEOUT_S" in message
     assert "index" in (caught.value.hint or "")
     assert "\n" not in message

@@ -64,12 +64,14 @@ def test_the_wheelhouse_is_made_from_the_wheel(tmp_path: Path, pip: Path) -> Non
     wheel = releases.read_wheel(make_wheel(tmp_path, "2.61.0.dev0"), "w")
     target = builder(tmp_path, {wheel.version: wheel}, pip).wheelhouse("2.61.0.dev0", "3.11")
     argv = (tmp_path / "argv").read_text().splitlines()
-    assert argv[0] == "download" and argv[-1] == f"{wheel.path}[default]"
+    assert argv[0] == "download" and argv[-1] == f"{wheel.path}[default,serve]"
     assert "--only-binary=:all:" in argv and "manylinux2014_x86_64" in argv
-    assert target.name == f"ray-2.61.0.dev0-wheel-{wheel.short}-py3.11-x86_64"
+    assert target.name == f"ray-2.61.0.dev0-wheel-{wheel.short}-default-serve-py3.11-x86_64"
     plain = builder(tmp_path, {}, pip).wheelhouse("2.61.0.dev0", "3.11")
-    assert plain.name == "ray-2.61.0.dev0-py3.11-x86_64", "the release's wheelhouse is another"
-    assert (tmp_path / "argv").read_text().splitlines()[-1] == "ray[default]==2.61.0.dev0"
+    assert plain.name == "ray-2.61.0.dev0-default-serve-py3.11-x86_64", (
+        "the release's wheelhouse is another"
+    )
+    assert (tmp_path / "argv").read_text().splitlines()[-1] == "ray[default,serve]==2.61.0.dev0"
 
 
 def test_a_wheel_for_another_architecture_is_one_line(tmp_path: Path, pip: Path) -> None:

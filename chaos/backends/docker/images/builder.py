@@ -55,8 +55,8 @@ class ImageBuilder:
         self.donors = donors
 
     def ensure(self, ray_version: str, python: str = DEBIAN_PYTHON) -> str:
-        """Return the tag of an image with ``ray[default]==ray_version``, building it if needed
-        (from the wheel of :attr:`BuildSettings.wheels` when one provides that version)."""
+        """Return the tag of an image with ``ray[default,serve]==ray_version``, building it if
+        needed (from the wheel of :attr:`BuildSettings.wheels` when one provides that version)."""
         tag = node_image_tag(ray_version, python, self.settings.wheels)
         with self.locked(tag):
             if self.donors is not None:
@@ -83,7 +83,7 @@ class ImageBuilder:
         return ensure_base(self, python)
 
     def wheelhouse(self, ray_version: str, python: str) -> Path:
-        """``ray[default]==ray_version`` and its dependencies as wheels for the engine."""
+        """``ray[default,serve]==ray_version`` and its dependencies as wheels for the engine."""
         arch = engine_arch(self.client)
         return ensure_wheelhouse(self.settings, arch, ray_version, python, self.progress)
 

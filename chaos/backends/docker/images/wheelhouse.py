@@ -1,4 +1,4 @@
-"""The wheelhouse: ``ray[default]`` and its dependencies as wheels, downloaded on the host.
+"""The wheelhouse: ``ray[default,serve]`` and its dependencies as wheels, downloaded on the host.
 
 Images are built offline (``pip install --no-index`` from the build context), so the wheels
 are fetched here, once per release, Python and architecture, with whatever index pip is
@@ -22,7 +22,12 @@ if TYPE_CHECKING:
 
 PLATFORMS = releases.PLATFORMS
 
-#: `pip download` of ray[default] (~108 MB, ~60 wheels): ~7 min at 256 KB/s. pip's own
+#: The extras every node image installs: the dashboard and agents (``default``), and Ray Serve's
+#: own dependencies (``serve``: fastapi, starlette, uvicorn, watchfiles, requests), without which
+#: ``import ray.serve`` fails. Serve's replicas and proxies run on every node, so every image
+#: carries them. The Dockerfile installs the same extras (``fixtures/image/Dockerfile``).
+EXTRAS = "default,serve"
+#: `pip download` of ray[default,serve] (~120 MB, ~75 wheels): ~8 min at 256 KB/s. pip's own
 #: socket timeout (15 s, 5 retries) covers a dead connection, not a trickling or hung one.
 PIP_DOWNLOAD_TIMEOUT_S = 900.0
 
@@ -41,7 +46,7 @@ def engine_arch(client: docker.DockerClient) -> str:
 def ensure_wheelhouse(
     settings: BuildSettings, arch: str, ray_version: str, python: str, progress: Progress
 ) -> Path:
-    """``ray[default]==ray_version`` and its dependencies as wheels for ``arch`` (Ray itself
+    """``ray[default,serve]==ray_version`` and its dependencies as wheels for ``arch`` (Ray itself
     from the wheel of :attr:`BuildSettings.wheels` providing that version)."""
     wheel = settings.wheels.get(ray_version)
     target = settings.cache_dir / "wheels" / wheelhouse_name(ray_version, python, arch, wheel)
@@ -51,12 +56,12 @@ def ensure_wheelhouse(
     target.mkdir(parents=True, exist_ok=True)
     abi = "cp" + python.replace(".", "")
     # A wheel's own dependencies come from the configured index, as a release's do.
-    wanted = f"{wheel.path}[default]" if wheel else f"ray[default]=={ray_version}"
+    wanted = f"{wheel.path}[{EXTRAS}]" if wheel else f"ray[{EXTRAS}]=={ray_version}"
     cmd = [*settings.pip, *pip_download_args(target, python, arch), wanted]
-    progress(f"downloading wheels for ray[default]=={ray_version} ({abi}, {arch})")
+    progress(f"downloading wheels for ray[{EXTRAS}]=={ray_version} ({abi}, {arch})")
     proc = run_bounded(
         cmd,
-        step=f"pip download of ray[default]=={ray_version}",
+        step=f"pip download of ray[{EXTRAS}]=={ray_version}",
         bound_s=PIP_DOWNLOAD_TIMEOUT_S,
         bound_name="PIP_DOWNLOAD_TIMEOUT_S",
         hint="check that the Python package index answers (`pip config list`, "
@@ -67,12 +72,12 @@ def ensure_wheelhouse(
         seen = " | ".join(tail) or f"pip exited {proc.returncode}"
         if "No matching distribution" in seen or "Could not find a version" in seen:
             raise ImageBuildError(
-                f"no wheels of ray[default]=={ray_version} for {abi} on {arch}: {seen}",
+                f"no wheels of ray[{EXTRAS}]=={ray_version} for {abi} on {arch}: {seen}",
                 hint="pick a version listed by `pip index versions ray` "
                 "(e.g. --raychaos-ray-version 2.60.0)",
             )
         raise ImageBuildError(
-            f"pip download of ray[default]=={ray_version} failed: {seen}",
+            f"pip download of ray[{EXTRAS}]=={ray_version} failed: {seen}",
             hint="check that the Python package index is reachable (pip config list)",
         )
     done.write_text(time.strftime("%Y-%m-%dT%H:%M:%S"))
@@ -89,7 +94,9 @@ def wheelhouse_name(
             hint="pass a wheel for the engine's architecture, or another engine",
         )
     name = f"{ray_version}-wheel-{wheel.short}" if wheel else ray_version
-    return f"ray-{name}-py{python}-{arch}"
+    # The extras are part of the name: a wheelhouse of ray[default] alone (raychaos before
+    # Serve) is complete for its own extras, never reused for these.
+    return f"ray-{name}-{EXTRAS.replace(',', '-')}-py{python}-{arch}"
 
 
 def pip_download_args(target: Path, python: str, arch: str) -> list[str]:
