@@ -4,7 +4,9 @@ and every measured window drawn against the band it was held to.
 Readable by someone who did not run the test: time in seconds from the first event on x,
 node state as coloured bars (green ALIVE, red DEAD), faults as shaded spans named at the top,
 spans where the State API was unreachable hatched grey, workload events as labelled ticks
-(repeats of one event merged: "step ×3"), and, in the bottom lane, each window an experiment
+(repeats of one event merged: "step ×3"), a client's requests per second in a lane of their
+own when it reports them (``load_second`` events: answered in green, failed in red, summed
+over its targets), and, in the bottom lane, each window an experiment
 measured against a band (``experiment.measure(name, value, band=…)``): the expected band as a
 bar from the strike, the measured value as a diamond (green inside the band, red outside).
 Labels never overlap: each goes to the first free row of its lane, measured in the picture's
@@ -24,7 +26,13 @@ if TYPE_CHECKING:
     from chaos.experiment import Experiment
 
 _STATE_COLOURS = {"ALIVE": "#2e9e4f", "DEAD": "#c62828"}
-_SKIP_KINDS = {"exec_ended", "observer_started", "node_state", "actor_state", "pg_state"}
+#: A client's per-second report (``{"ok": {target: n}, "failed": {target: n}}``): drawn as
+#: requests per second in its lane, never as ticks.
+RATE_KIND = "load_second"
+_SKIP_KINDS = {
+    "exec_ended", "observer_started", "node_state", "actor_state", "pg_state", RATE_KIND,
+}  # fmt: skip
+_OK = "#2e9e4f"
 _FAULT = "#e65100"
 _BAND = "#7cb342"
 _EVENT = "#1565c0"
@@ -166,13 +174,18 @@ def figure(history: History, *, names: Mapping[str, str], title: str = "") -> An
     # measured-windows lane one row per window. y grows upwards: the first lane on top.
     heights = [1.0] * len(lanes) + [2.0] * len(workload_sources)
     rows = [*lanes, *workload_sources]
+    # A client's requests per second get a lane of their own, under the workload lanes.
+    rate_lanes = {s: f"{s} requests/s" for s in workload_sources if rate_series(history, s)}
+    rate_names = set(rate_lanes.values())
+    rows += list(rate_lanes.values())
+    heights += [1.5] * len(rate_lanes)
     if banded:
         rows.append("measured windows")
         heights.append(0.4 + 0.5 * len(banded))
     y: dict[str, float] = {}
     top = 0.0
     for name, height in zip(reversed(rows), reversed(heights), strict=True):
-        y[name] = top + (0.5 if height == 1.0 else 0.3)
+        y[name] = top + (0.5 if height == 1.0 else 0.75 if name in rate_names else 0.3)
         top += height
     if banded:  # the lane's name in the middle of its rows
         y["measured windows"] += 0.25 * (len(banded) - 1)
@@ -216,6 +229,8 @@ def figure(history: History, *, names: Mapping[str, str], title: str = "") -> An
     fault_rows = _faults(ax, canvas, history, t0, end, fault_base)
     ax.set_ylim(0, fault_base + 0.35 * max(fault_rows, 1) + 0.2)
     _unobservable(ax, history, t0, end)
+    for source, lane in rate_lanes.items():
+        _rates(ax, history, source, t0, y[lane] - 0.6, 1.2)
     for source in workload_sources:
         marks = _merged([e for e in history.events(source=source) if e.kind not in _SKIP_KINDS])
         _ticks(ax, canvas, marks, t0, y[source])
@@ -228,6 +243,9 @@ def figure(history: History, *, names: Mapping[str, str], title: str = "") -> An
         Rectangle((0, 0), 1, 1, facecolor="none", edgecolor="grey", hatch="//"),
     ]
     labels = ["node ALIVE", "node DEAD", "fault active", "State API unreachable"]
+    if rate_lanes:
+        legend += [Line2D([], [], color=_OK), Line2D([], [], color=_ERROR)]
+        labels += ["requests answered /s", "requests failed /s"]
     if banded:
         legend += [
             Rectangle((0, 0), 1, 1, color=_BAND, alpha=0.35),
@@ -278,6 +296,31 @@ def _faults(ax: Any, canvas: _Canvas, history: History, t0: float, end: float, b
             ha = "left" if left == x else "right"
             ax.text(x, base + 0.35 * row, text, fontsize=8, color=_FAULT, va="bottom", ha=ha)
     return max((r + 1 for r in rows if r is not None), default=0)
+
+
+def rate_series(history: History, source: str) -> list[tuple[float, int, int]]:
+    """A client's requests per second: (time, answered, failed), summed over its targets."""
+    series = []
+    for event in history.events(RATE_KIND, source=source):
+        ok, failed = event.get("ok"), event.get("failed")
+        if isinstance(ok, Mapping) and isinstance(failed, Mapping):
+            series.append((event.t, sum(map(int, ok.values())), sum(map(int, failed.values()))))
+    return series
+
+
+def _rates(ax: Any, history: History, source: str, t0: float, base: float, height: float) -> None:
+    """Requests per second of ``source`` as two step lines scaled into its lane; the peak is
+    written at the lane's left."""
+    series = rate_series(history, source)
+    peak = max(max(ok, failed) for _, ok, failed in series) or 1
+    xs = [t - t0 for t, _, _ in series]
+    for index, colour in ((1, _OK), (2, _ERROR)):
+        ys = [base + height * row[index] / peak for row in series]
+        ax.step(xs, ys, where="pre", color=colour, linewidth=1.0, alpha=0.9)
+    ax.text(
+        xs[0], base + height, f"requests/s, peak {peak}", fontsize=_FONT, color="#555555",
+        va="top",
+    )  # fmt: skip
 
 
 def _unobservable(ax: Any, history: History, t0: float, end: float) -> None:

@@ -9,7 +9,7 @@ import matplotlib.pyplot as plt
 import pytest
 
 from chaos.history import History, Kind, Source
-from chaos.report.timeline import Window, figure, place, render, windows
+from chaos.report.timeline import Window, figure, place, rate_series, render, windows
 
 NAMES = {"10.0.0.1": "head", "10.0.0.2": "worker-1", "10.0.0.3": "driver"}
 
@@ -89,3 +89,22 @@ def test_the_picture_draws_bands_and_no_label_covers_another(tmp_path: Path) -> 
     finally:
         plt.close(fig)
     assert render(history, tmp_path / "t.png", names=NAMES).read_bytes()[:4] == b"\x89PNG"
+
+
+def test_a_clients_requests_per_second_are_drawn_in_its_lane(tmp_path: Path) -> None:
+    h = _history()
+    for i in range(8):  # answered through two proxies; two seconds of failures during the kill
+        failed = {"worker-1": 3 if i in (4, 5) else 0, "worker-2": 0}
+        h.record("workload-2", "load_second", t=1001.0 + i, ok={"worker-1": 9, "worker-2": 10},
+                 failed=failed)  # fmt: skip
+    assert rate_series(h, "workload-2")[4][1:] == (19, 3)
+    fig = figure(h, names=NAMES)
+    try:
+        texts = [t.get_text() for t in fig.axes[0].texts]
+        assert "requests/s, peak 19" in texts
+        assert not any(text.startswith("load_second") for text in texts), texts
+        legend = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+        assert "requests failed /s" in legend
+    finally:
+        plt.close(fig)
+    assert render(h, tmp_path / "t.png", names=NAMES).stat().st_size > 0
