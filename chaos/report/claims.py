@@ -52,6 +52,11 @@ FAMILIES = {
     "SCHED": Family("Scheduling", f"{DOCS}/scheduling/index.html", "normal"),
     "PEND": Family("Pending work", f"{DOCS}/scheduling/index.html", "normal"),
     "TENANT": Family("Multi-tenancy", f"{DOCS}/namespaces.html", "normal"),
+    "SERVE": Family(
+        "Ray Serve",
+        "https://docs.ray.io/en/latest/serve/production-guide/fault-tolerance.html",
+        "critical",
+    ),
     "ADVICE": Family("Runbook advice", f"{DOCS}/configure.html", "minor"),
     "INV": Family("Invariants", f"{DOCS}/fault_tolerance.html", "normal"),
 }
