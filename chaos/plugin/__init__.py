@@ -15,6 +15,7 @@ pytest_plugins = [
     "chaos.plugin.images",
     "chaos.plugin.selection",
     "chaos.plugin.options",
+    "chaos.plugin.seed",
     "chaos.plugin.fixtures",
     "chaos.plugin.hooks",
     "chaos.plugin.allure",

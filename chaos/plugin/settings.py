@@ -102,6 +102,18 @@ def _trials(raw: str) -> int:
     return int(raw)
 
 
+def _seed(raw: str) -> int | None:
+    """A schedule seed (``--raychaos-seed``); empty: a fresh one per run."""
+    raw = raw.strip()
+    if not raw:
+        return None
+    if not re.fullmatch(r"[0-9]+", raw):
+        raise SettingError(
+            f"expected a whole number ≥ 0 (the seed a run printed and recorded), got {raw!r}"
+        )
+    return int(raw)
+
+
 def _bool(raw: str) -> bool:
     lowered = raw.strip().lower()
     if lowered in {"1", "true", "yes", "on"}:
@@ -250,6 +262,17 @@ OPTIONS: tuple[Option, ...] = (
         _trials,
     ),
     Option(
+        "seed",
+        "--raychaos-seed",
+        "raychaos_seed",
+        "RAYCHAOS_SEED",
+        "",
+        "the seed of the run's fault schedules (churn experiments); a run prints and records "
+        "its seed, and this replays it: same strikes, same order, same offsets (default: a "
+        "fresh seed per run)",
+        _seed,
+    ),
+    Option(
         "boot_ahead",
         "--raychaos-boot-ahead",
         "raychaos_boot_ahead",
@@ -287,6 +310,8 @@ class Settings:
     boot_slots: int = 0
     #: Every experiment runs this many times (trials of one test share its Allure history).
     trials: int = 1
+    #: The fault schedules' seed; None: the run draws one (:mod:`chaos.plugin.seed`).
+    seed: int | None = None
     #: Boot the next test's cluster while the current one runs (:mod:`chaos.plugin.boot_ahead`).
     boot_ahead: bool = False
     keep: bool = False
