@@ -51,6 +51,11 @@ class Kind(StrEnum):
     HEAL = "heal"
     HEAL_FAILED = "heal_failed"
     NODE_BACK = "node_back"
+    # nemesis: a fault schedule (chaos.nemesis.churn)
+    SCHEDULE = "schedule"
+    STRIKE = "strike"
+    STRIKE_SKIPPED = "strike_skipped"
+    REPLACED = "replaced"
     # observer: Ray's state as the State API shows it
     NODE_STATE = "node_state"
     ACTOR_STATE = "actor_state"

@@ -9,16 +9,19 @@ with ``nemesis.inject(MyFault(...))``; several at once, ``nemesis.inject(Togethe
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import chaos.nemesis.targets as targets
-from chaos.errors import ChaosError
+from chaos.errors import ChaosError, CheckFailed
 from chaos.nemesis.base import Fault, Runner, Together
+from chaos.nemesis.drain import PREEMPTED_MESSAGE, PREEMPTION, DrainNode, PreemptedEnd
 from chaos.nemesis.exhaustion import FillDisk, MemoryPressure
 from chaos.nemesis.host import KillNode, PauseNode, RestartNode, StopNode
 from chaos.nemesis.network import Degrade, Partition
 from chaos.nemesis.process import KillGcs, KillRaylet, KillWorker, pids
+from chaos.waits import wait_until
 
 if TYPE_CHECKING:
     from chaos.cluster.cluster import Cluster
@@ -51,6 +54,25 @@ class Nemesis(Runner):
     def kill_node(self, name: str) -> KillNode:
         """SIGKILL every process of the node, then its host: a crashed machine."""
         return self.inject(KillNode(name))
+
+    def drain_node(
+        self,
+        name: str,
+        *,
+        reason: str = PREEMPTION,
+        message: str = PREEMPTED_MESSAGE,
+        deadline_s: float = 10.0,
+    ) -> DrainNode:
+        """Drain ``name`` through the GCS (``ray drain-node``); verified once it is draining."""
+        return self.inject(DrainNode(name, reason, message, deadline_s))
+
+    def end_preempted(self, drain: DrainNode, how: str = "sigkill") -> PreemptedEnd:
+        """End a drained node as a cloud ends a preempted one, once the drain's deadline has
+        passed (waits for it): ``sigkill`` kills its host, ``sigterm`` its raylet gracefully."""
+        wait = drain.deadline - time.time()
+        if wait > 0:
+            wait_until(lambda: _passed(drain.deadline), wait + 5, "the drain's deadline")
+        return self.inject(PreemptedEnd(drain.node, drain=drain, how=how))
 
     def kill_head(self) -> KillNode:
         return self.kill_node(self.cluster.head.name)
@@ -124,3 +146,8 @@ def nemesis_for(cluster: Cluster) -> Iterator[Nemesis]:
         yield nemesis
     finally:
         nemesis.heal_all()
+
+
+def _passed(deadline: float) -> None:
+    if time.time() <= deadline:
+        raise CheckFailed(f"{deadline - time.time():.1f} s to the deadline")
