@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from chaos.errors import ChaosError, CheckFailed
 from chaos.nemesis.base import Fault, run
 from chaos.nemesis.host import KillNode
-from chaos.nemesis.process import assert_gone, only_pid
+from chaos.nemesis.process import assert_gone, only_pid, pids
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -112,7 +112,12 @@ class DrainNode(Fault):
             raise CheckFailed(f"the GCS refused to drain {self.node}: {self.reply.rejection!r}")
 
     def verify(self, cluster: Cluster) -> None:
-        if self.node_id not in draining(cluster):
+        """Draining, or already gone: a node with nothing to do shuts its raylet down as soon
+        as it drains (``LocalResourceManager``: "The node is drained, continue to shut down
+        raylet"), and leaves the draining list with it."""
+        if self.node_id in draining(cluster):
+            return
+        if pids(cluster, self.node, "raylet"):
             raise CheckFailed(f"{self.node} ({str(self.node_id)[:8]}) is not draining")
 
 

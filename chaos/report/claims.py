@@ -57,6 +57,7 @@ FAMILIES = {
         "https://docs.ray.io/en/latest/serve/production-guide/fault-tolerance.html",
         "critical",
     ),
+    "CHURN": Family("Production churn", f"{DOCS}/fault_tolerance.html", "critical"),
     "ADVICE": Family("Runbook advice", f"{DOCS}/configure.html", "minor"),
     "INV": Family("Invariants", f"{DOCS}/fault_tolerance.html", "normal"),
 }
