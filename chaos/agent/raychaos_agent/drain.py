@@ -24,8 +24,7 @@ def main(argv: list[str]) -> int:
 
     client = GcsClient(address=address)
     if command == "list":
-        draining = client.get_draining_nodes()
-        print(json.dumps({_hex(k): int(v) for k, v in draining.items()}))
+        print(json.dumps(_draining(client)))
         return 0
     if command == "request":
         node_id, reason, message, deadline_s = rest
@@ -47,6 +46,23 @@ def main(argv: list[str]) -> int:
         return 0
     print(f"unknown command {command!r}: expected list or request", file=sys.stderr)
     return 2
+
+
+def _draining(client: object) -> dict[str, int]:
+    """``{node id hex: deadline ms}``. 2.60 has ``get_draining_nodes``; 2.59 does not, and
+    there the autoscaler's cluster resource state (``get_cluster_resource_state``, what
+    ``ray.autoscaler.v2.sdk`` reads) lists nodes whose status is DRAINING (deadline unknown:
+    0)."""
+    if hasattr(client, "get_draining_nodes"):
+        return {_hex(k): int(v) for k, v in client.get_draining_nodes().items()}
+    from ray.core.generated import autoscaler_pb2
+
+    reply = autoscaler_pb2.GetClusterResourceStateReply()
+    reply.ParseFromString(client.get_cluster_resource_state())
+    draining = autoscaler_pb2.NodeStatus.Value("DRAINING")
+    return {
+        _hex(n.node_id): 0 for n in reply.cluster_resource_state.node_states if n.status == draining
+    }
 
 
 def _hex(node_id: object) -> str:
