@@ -50,7 +50,7 @@ class PreemptionRetryCounted(AssertionError):
 
 
 SIGKILL_FINDING = (
-    "FINDING: (2.60.0) a task's retry is counted against max_retries when its preempted node "
+    "FINDING: (2.60.0, 2.59.0) a task's retry is counted against max_retries when its preempted node "
     "ends abruptly: drained for preemption (deadline 10 s), the node's host SIGKILLed after "
     "the deadline, the task (max_retries=1) is retried once; when that node is killed too, the "
     "task fails with NodeDiedError and never runs a third time. The GCS does record the death "
