@@ -42,12 +42,14 @@ def pytest_configure_node(node: Any) -> None:
     node.workerinput[SEED_INPUT] = node.config.stash[SEED_KEY]
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """One line when a collected test uses the seed (never otherwise: a good guest)."""
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """One line when a selected test uses the seed (never otherwise: a good guest). After
+    collection, so tests deselected by ``-k`` or ``--raychaos-claims`` do not count."""
+    config = session.config
     worker = getattr(config, "workerinput", {}).get("workerid")
     if worker not in (None, "gw0"):
         return
-    if any(FIXTURE in getattr(item, "fixturenames", ()) for item in items):
+    if any(FIXTURE in getattr(item, "fixturenames", ()) for item in session.items):
         seed = config.stash[SEED_KEY]
         say(f"raychaos: schedule seed {seed} (replay it with --raychaos-seed {seed})")
 

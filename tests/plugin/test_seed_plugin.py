@@ -85,3 +85,10 @@ def test_a_suite_without_the_seed_hears_nothing_of_it(pytester: pytest.Pytester)
     assert not re.search(
         "schedule seed|raychaos-seed", "\n".join(result.outlines + result.errlines)
     )
+
+
+def test_a_deselected_user_of_the_seed_prints_nothing(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(SUITE)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-k", "nothing_matches")
+    assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED
+    assert "schedule seed" not in "\n".join(result.outlines + result.errlines)
