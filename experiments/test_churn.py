@@ -245,10 +245,10 @@ def test_steady_work_under_a_seeded_killer(experiment: Experiment, raychaos_seed
             "during": _per_second(run, lane, churn.started_at, ended),
             "after": _per_second(run, lane, ended, time.time()),
         }
-        experiment.measure(
-            f"CHURN {lane}/s before, during, after",
-            [round(statistics.fmean(v), 2) if v else None for v in phases.values()],
-        )
+        for phase, values in phases.items():
+            experiment.measure(
+                f"CHURN {lane}/s {phase}", round(statistics.fmean(values), 2) if values else None
+            )
     assert seen["errors"] == [], f"a lane gave up under churn: {seen['errors']}"
     assert seen["wrong"] == {"tasks": [], "actor calls": []}, seen["wrong"]
     assert seen["completed"] == seen["sent"], seen
