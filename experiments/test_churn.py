@@ -53,7 +53,7 @@ SIGKILL_FINDING = (
     "FINDING: (2.60.0, 2.59.0) a task's retry is counted against max_retries when its preempted node "
     "ends abruptly: drained for preemption (deadline 10 s), the node's host SIGKILLed after "
     "the deadline, the task (max_retries=1) is retried once; when that node is killed too, the "
-    "task fails with NodeDiedError and never runs a third time. The GCS does record the death "
+    "task fails with NodeDiedError (a final error) after two executions. The GCS records the death "
     "as AUTOSCALER_DRAIN_PREEMPTED (DEAD 2.35 s after the kill with FAST_HEALTH_CHECKS) and the "
     "actor's restart is free (num_restarts_due_to_node_preemption 1), but the owner decides "
     "the task's retry as soon as its push fails: TaskManager::RetryTaskIfPossible reads "
