@@ -130,15 +130,25 @@ def stop_load(experiment: Experiment, run: WorkloadRun, stop: str = "load_stop")
     return seen
 
 
+#: ``serving``: how many of the client's latest seconds may pass without an answer from a
+#: proxy before it counts as not answering. One second was too strict beside three other
+#: clusters: a host stall left one second empty (CI-like run of 4 December, 17:33 UTC), while
+#: a proxy that is gone stays silent for longer than this.
+QUIET_S = 3
+
+
 def serving(run: WorkloadRun, targets: list[str]) -> Callable[[], None]:
-    """A check for ``holds_for``: the client's latest second got answers from every target."""
+    """A check for ``holds_for``: every target answered in the client's latest QUIET_S
+    seconds (failed requests are judged on their own, by when they were sent)."""
 
     def check() -> None:
-        seconds = run.events("load_second")
-        last = seconds[-1].get("ok", {}) if seconds else {}
-        quiet = [t for t in targets if not last.get(t)]
+        recent = run.events("load_second")[-QUIET_S:]
+        answered = {t: sum(e.get("ok", {}).get(t, 0) for e in recent) for t in targets}
+        quiet = [t for t, n in answered.items() if not n]
         if quiet:
-            raise CheckFailed(f"no answer in the client's last second from {quiet}: {last}")
+            raise CheckFailed(
+                f"no answer in the client's last {len(recent)} s from {quiet}: {answered}"
+            )
 
     return check
 
