@@ -132,9 +132,10 @@ class Churn:
         except BaseException as exc:  # noqa: BLE001 — handed to join(), which raises it
             self._error = exc
         finally:
-            # Whatever stopped the schedule, no node stays out: replacements still pending run.
-            for node in sorted(self._out):
-                if self._error is None:
+            # A schedule stopped early still replaces the nodes it took out (after an error the
+            # cluster's state is unknown: teardown heals what it can).
+            if self._error is None:
+                for node in sorted(self._out):
                     self._replace(node)
 
     def _act(self, action: str, item: Any) -> list[tuple[float, str, Any]]:
@@ -202,30 +203,28 @@ class Churn:
         return sorted(busy)[pick % len(busy)] if busy else None
 
     def _record(self, strike: Strike, node: str, now: float) -> None:
-        self.struck.append(Struck(strike, node, now))
-        self.nemesis.cluster.history.record(
-            Source.NEMESIS,
-            Kind.STRIKE,
-            index=strike.index,
-            fault=strike.kind.value,
-            role=strike.role.value,
-            target=node,
-            planned_s=strike.at_s,
-            at_s=now,
-        )
+        self._note(Struck(strike, node, now))
 
     def _skip(
         self, strike: Strike, now: float, why: str, node: str | None = None
     ) -> list[tuple[float, str, Any]]:
-        self.struck.append(Struck(strike, node, now, skipped=why))
+        self._note(Struck(strike, node, now, skipped=why))
+        return []
+
+    def _note(self, struck: Struck) -> None:
+        """Keep what a strike did and put it in the history (``strike`` or ``strike_skipped``)."""
+        self.struck.append(struck)
+        strike = struck.strike
+        fields: dict[str, Any] = (
+            {"why": struck.skipped} if struck.skipped else {"target": struck.node}
+        )
         self.nemesis.cluster.history.record(
             Source.NEMESIS,
-            Kind.STRIKE_SKIPPED,
+            Kind.STRIKE_SKIPPED if struck.skipped else Kind.STRIKE,
             index=strike.index,
             fault=strike.kind.value,
             role=strike.role.value,
             planned_s=strike.at_s,
-            at_s=now,
-            why=why,
+            at_s=struck.at_s,
+            **fields,
         )
-        return []

@@ -152,23 +152,22 @@ def module_skip_reason(probe: ImageProbe, needed: tuple[str, ...]) -> str | None
 
 def needed_modules(marker_args: tuple[object, ...]) -> tuple[str, ...]:
     """The modules of a ``needs_modules`` marker, each checked against the contract."""
-    modules = tuple(str(a) for a in marker_args)
-    unknown = [m for m in modules if m not in MODULES]
-    if unknown:
-        raise ValueError(
-            f"@pytest.mark.{MODULES_MARKER}: expected modules among {', '.join(MODULES)}, "
-            f"got {', '.join(unknown)}"
-        )
-    return modules
+    return _checked(MODULES_MARKER, "modules", MODULES, marker_args)
 
 
 def needed_tools(marker_args: tuple[object, ...]) -> tuple[str, ...]:
     """The tools of a ``needs_tools`` marker, each checked against the contract."""
-    tools = tuple(str(a) for a in marker_args)
-    unknown = [t for t in tools if t not in FAULT_TOOLS]
+    return _checked(MARKER, "tools", FAULT_TOOLS, marker_args)
+
+
+def _checked(
+    marker: str, what: str, known: Mapping[str, str], marker_args: tuple[object, ...]
+) -> tuple[str, ...]:
+    names = tuple(str(a) for a in marker_args)
+    unknown = [n for n in names if n not in known]
     if unknown:
         raise ValueError(
-            f"@pytest.mark.{MARKER}: expected tools among {', '.join(FAULT_TOOLS)}, "
+            f"@pytest.mark.{marker}: expected {what} among {', '.join(known)}, "
             f"got {', '.join(unknown)}"
         )
-    return tools
+    return names
