@@ -17,6 +17,7 @@ from chaos.experiment import Experiment
 from chaos.nemesis.nemesis import Nemesis
 from chaos.nemesis.network import CHAIN_PREFIX, connects
 from chaos.observer.gaps import Sampling, gaps, samples
+from chaos.observer.observer import Observer
 from chaos.report.timeline import write_evidence
 
 FAST = {
@@ -57,6 +58,22 @@ def test_kill_node_is_seen_dead_within_the_health_check_band(
     assert len(beats) >= 5 and not gaps(experiment.history, beats[0], beats[-1], sampling.max_gap_s)
     _, picture = write_evidence(experiment, tmp_path, "kill")
     assert picture is not None and picture.stat().st_size > 10_000
+    # A stopped observer leaves no sampler behind in its node (an exec cannot be killed
+    # through Docker's API: it is stopped by the PID it reports).
+    extra = Observer(experiment.cluster, actors=False, pgs=False).start()
+    assert extra.wait_first_sample(30)
+    assert len(_samplers(experiment.cluster)) == 2
+    extra.stop()
+    assert len(_samplers(experiment.cluster)) == 1
+
+
+def _samplers(cluster: Cluster) -> list[str]:
+    """PIDs of the observer agents running on the driver node."""
+    done = cluster.exec(
+        cluster.driver.name, ["pgrep", "-f", "^python -u -m raychaos_agent.observe"]
+    )
+    assert done.exit_code in (0, 1), done.output  # 1: none
+    return done.output.split()
 
 
 def test_partition_blocks_both_ways_and_heals(ray_cluster: Cluster) -> None:

@@ -13,6 +13,7 @@ most once per ``--heartbeat`` seconds (the host judges gaps from these: chaos.ob
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from typing import Any
@@ -72,6 +73,8 @@ def main(argv: list[str]) -> int:
     queries = 1 + int(args.actors) + int(args.pgs)
     emit(
         "observer_started",
+        # The host stops this process by its PID (an exec cannot be killed through the API).
+        pid=os.getpid(),
         dashboard=args.dashboard,
         period=args.period,
         heartbeat=args.heartbeat,
