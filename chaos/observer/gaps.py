@@ -21,7 +21,7 @@ from chaos.history import Event, History, Kind, Source
 SOURCE = Source.OBSERVER
 #: One heartbeat per this many sampling periods: dense enough to bound gaps to about a second
 #: at the default period, sparse enough not to flood the history.
-HEARTBEAT_PERIODS = 4
+HEARTBEAT_PERIODS = 2
 #: Seconds each State API query may take before the sample counts as failed (the agent's
 #: ``--query-timeout``).
 QUERY_TIMEOUT_S = 5.0

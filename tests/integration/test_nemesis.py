@@ -16,7 +16,7 @@ from chaos.errors import ChaosError, FaultNotObserved
 from chaos.experiment import Experiment
 from chaos.nemesis.nemesis import Nemesis
 from chaos.nemesis.network import CHAIN_PREFIX, connects
-from chaos.observer.gaps import Sampling, gaps, samples
+from chaos.observer.gaps import HEARTBEAT_PERIODS, Sampling, gaps, samples
 from chaos.observer.observer import Observer
 from chaos.report.timeline import write_evidence
 
@@ -52,7 +52,7 @@ def test_kill_node_is_seen_dead_within_the_health_check_band(
     # The observer's heartbeats: the old id stays DEAD on a fresh sample of a whole window
     # (INV-02 at teardown judges the same way).
     sampling = Sampling.of(experiment.history)
-    assert sampling is not None and sampling.heartbeat_s == 4 * experiment.observer.period
+    assert sampling is not None and sampling.heartbeat_s == HEARTBEAT_PERIODS * experiment.observer.period
     assert stays_dead(experiment, victim_id, fault.injected_at, "worker-1 killed")[-1] == "DEAD"
     beats = samples(experiment.history)
     assert len(beats) >= 5 and not gaps(experiment.history, beats[0], beats[-1], sampling.max_gap_s)

@@ -62,11 +62,11 @@ def kit(history: History, killed: set[str] | None = None) -> Experiment:
 
 # -- what a gap is ------------------------------------------------------------------------------
 def test_the_bound_derives_from_the_sampling_in_effect() -> None:
-    """A heartbeat every four periods; two of them may be as far apart as a heartbeat, a
+    """A heartbeat every two periods; two of them may be as far apart as a heartbeat, a
     sample whose every query took its whole timeout, and one period."""
-    every = Sampling.every(0.25)
+    every = Sampling.every(0.5)
     assert every.heartbeat_s == 1.0
-    assert every.max_gap_s == pytest.approx(1.0 + 3 * 5.0 + 0.25)
+    assert every.max_gap_s == pytest.approx(1.0 + 3 * 5.0 + 0.5)
     history = History()
     assert Sampling.of(history) is None
     started(history, 1.0, period=0.5, heartbeat=2.0, queries=1, query_timeout=2)

@@ -1,6 +1,6 @@
 """Sample node, actor and placement-group state through Ray's State API; report transitions.
 
-    python -m raychaos_agent.observe --dashboard http://HEAD:8265 [--period 0.25]
+    python -m raychaos_agent.observe --dashboard http://HEAD:8265 [--period 0.5]
         [--heartbeat 1.0] [--query-timeout 5] [--actors] [--pgs] [--timeout S]
 
 Runs on the driver node (or the head) and talks to the head's dashboard over the cluster
@@ -56,7 +56,7 @@ PG_FIELDS = ("placement_group_id", "name", "state")
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="raychaos_agent.observe")
     parser.add_argument("--dashboard", required=True)
-    parser.add_argument("--period", type=float, default=0.25)
+    parser.add_argument("--period", type=float, default=0.5)
     parser.add_argument("--heartbeat", type=float, default=1.0)
     # Whole seconds: the dashboard reads the State API's timeout as an int.
     parser.add_argument("--query-timeout", type=int, default=5)
