@@ -58,7 +58,7 @@ def check_died(errors: list[dict[str, Any]], version: str) -> dict[str, Any]:
 
 
 @pytest.mark.claim("ACTOR-01")
-@pytest.mark.cluster(env=FAST_HEALTH_CHECKS, head={"num_cpus": 0}, workers=WORKERS_2)
+@pytest.mark.cluster(driver=False, env=FAST_HEALTH_CHECKS, head={"num_cpus": 0}, workers=WORKERS_2)
 def test_actor_without_restarts_dies_with_its_process_or_node(experiment: Experiment) -> None:
     """``max_restarts=0``: not restarted; calls fail with ActorDiedError; State API DEAD with
     death cause WORKER_DIED (process SIGKILL) or NODE_DIED (node killed)."""
@@ -126,7 +126,7 @@ def check_restarts(
 
 
 @pytest.mark.claim("ACTOR-02")
-@pytest.mark.cluster(env=FAST_HEALTH_CHECKS, head={"num_cpus": 0}, workers=WORKERS_3)
+@pytest.mark.cluster(driver=False, env=FAST_HEALTH_CHECKS, head={"num_cpus": 0}, workers=WORKERS_3)
 def test_restarted_actor_loses_state_and_moves_off_a_dead_node(experiment: Experiment) -> None:
     """``max_restarts=1``: the first death restarts the actor (``__init__`` again, in-memory
     state lost; on another node if its node died), ``num_restarts`` 1; the second is final."""
@@ -160,7 +160,7 @@ def test_restarted_actor_loses_state_and_moves_off_a_dead_node(experiment: Exper
 
 
 @pytest.mark.claim("ACTOR-03", "ACTOR-04")
-@pytest.mark.cluster(head={"num_cpus": 0}, workers=WORKERS_2)
+@pytest.mark.cluster(driver=False, head={"num_cpus": 0}, workers=WORKERS_2)
 def test_calls_during_a_restart_and_owner_death(experiment: Experiment) -> None:
     """ACTOR-03: calls queued when the actor dies fail with ActorUnavailableError unless
     ``max_task_retries=-1`` (then all succeed, in order). ACTOR-04: a non-detached actor dies
@@ -222,7 +222,7 @@ def test_calls_during_a_restart_and_owner_death(experiment: Experiment) -> None:
 
 
 @pytest.mark.claim("ACTOR-05")
-@pytest.mark.cluster(env=FAST_HEALTH_CHECKS, head={"num_cpus": 0}, workers=WORKERS_3)
+@pytest.mark.cluster(driver=False, env=FAST_HEALTH_CHECKS, head={"num_cpus": 0}, workers=WORKERS_3)
 def test_actor_task_output_is_reconstructed_only_with_task_retries(experiment: Experiment) -> None:
     """An actor task's output lost with its node: ``max_task_retries=0`` → unreconstructable
     (RETRIES_DISABLED); ``-1`` → the restarted actor re-runs the method."""

@@ -85,7 +85,7 @@ def wait_dead(experiment: Experiment, node: Node) -> float:
 
 
 @pytest.mark.claim("NET-01", "NET-02")
-@pytest.mark.cluster(env=FAST_HEALTH_CHECKS)
+@pytest.mark.cluster(driver=False, env=FAST_HEALTH_CHECKS)
 def test_partitioned_worker_is_dead_in_the_band_and_stays_dead_after_heal(
     experiment: Experiment,
 ) -> None:
@@ -179,7 +179,7 @@ def completed(experiment: Experiment, run: WorkloadRun, victim: Node) -> None:
 
 
 @pytest.mark.claim("NET-01")
-@pytest.mark.cluster(env=FAST_HEALTH_CHECKS)
+@pytest.mark.cluster(driver=False, env=FAST_HEALTH_CHECKS)
 @pytest.mark.xfail(
     strict=True,
     raises=PartitionedTaskNotRetried,
@@ -213,7 +213,9 @@ def test_task_on_a_partitioned_worker_fails_over(experiment: Experiment) -> None
 
 
 @pytest.mark.claim("NET-01")
-@pytest.mark.cluster(env={**FAST_HEALTH_CHECKS, **FAST_GRPC_KEEPALIVE}, workers=WORKERS_WITH_SLOT)
+@pytest.mark.cluster(
+    driver=False, env={**FAST_HEALTH_CHECKS, **FAST_GRPC_KEEPALIVE}, workers=WORKERS_WITH_SLOT
+)
 def test_task_on_a_partitioned_worker_fails_over_after_grpc_keepalive(
     experiment: Experiment,
 ) -> None:

@@ -1,9 +1,9 @@
 """Ray Serve under faults, measured as a client sees it (docs: serve/production-guide/
 fault-tolerance, serve/architecture): SERVE-01 … SERVE-07.
 
-Every experiment deploys its applications from a workload on the driver node
-(``workloads.serve``), with the proxies on ``0.0.0.0:8000`` on each node that hosts a replica
-and on the head. Where traffic matters, a second workload on the driver node is the client
+Every experiment deploys its applications from a workload on the node hosting the drivers
+(the driver node where the head is struck, else the head: ``workloads.serve``), with the proxies on ``0.0.0.0:8000`` on each node that hosts a replica
+and on the head. Where traffic matters, a second workload there is the client
 (``workloads.serve:load``): plain HTTP to chosen proxies, two threads per proxy, one request at
 a time with a 5 s timeout; it reports every success's completion time and who answered, every
 failure's send and end times and error, and one ``load_second`` event a second. Experiments
@@ -466,7 +466,7 @@ def trailing_failures(checks: list[tuple[float, bool]]) -> list[float]:
 
 
 @pytest.mark.claim("SERVE-02", "SERVE-07")
-@pytest.mark.cluster(env=START_ENV, head={"num_cpus": 0}, workers=WORKERS_2)
+@pytest.mark.cluster(driver=False, env=START_ENV, head={"num_cpus": 0}, workers=WORKERS_2)
 def test_failing_health_checks_and_deployments_that_cannot_start(experiment: Experiment) -> None:
     """SERVE-02: a replica's ``check_health`` failing once, or every other time, replaces
     nothing; failing every time replaces it after exactly the threshold in a row. SERVE-07: a
@@ -584,7 +584,9 @@ def test_failing_health_checks_and_deployments_that_cannot_start(experiment: Exp
 
 
 @pytest.mark.claim("SERVE-03")
-@pytest.mark.cluster(env=FAST_HEALTH_CHECKS, head={"num_cpus": 0}, workers=WORKERS_2_ROOMY)
+@pytest.mark.cluster(
+    driver=False, env=FAST_HEALTH_CHECKS, head={"num_cpus": 0}, workers=WORKERS_2_ROOMY
+)
 def test_worker_node_death_moves_its_replicas_to_survivors(experiment: Experiment) -> None:
     """Two replicas, one per worker (2 CPUs each): worker-1 is killed. Its replica is started
     again on worker-2 once Ray declares worker-1 dead; traffic through worker-2's and the

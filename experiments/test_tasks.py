@@ -74,7 +74,7 @@ def check_crashed(seen: dict[str, Any], executions: int) -> None:
 
 
 @pytest.mark.claim("TASK-01", "TASK-02")
-@pytest.mark.cluster(head={"num_cpus": 0}, workers=WORKERS_1)
+@pytest.mark.cluster(driver=False, head={"num_cpus": 0}, workers=WORKERS_1)
 def test_worker_crashes_spend_the_retry_budget(experiment: Experiment) -> None:
     """A SIGKILLed worker is retried max_retries times (default 3; ``RAY_TASK_MAX_RETRIES``
     in the driver sets the default; an explicit option wins), then ``WorkerCrashedError``."""
@@ -118,7 +118,7 @@ def check_raised(seen: dict[str, Any], cause: str, executions: int) -> None:
 
 
 @pytest.mark.claim("TASK-03")
-@pytest.mark.cluster(head={"num_cpus": 0}, workers=WORKERS_1)
+@pytest.mark.cluster(driver=False, head={"num_cpus": 0}, workers=WORKERS_1)
 def test_application_exceptions_are_retried_only_when_asked(experiment: Experiment) -> None:
     """Not retried by default; ``retry_exceptions`` (True or a list of types) retries up to
     ``max_retries`` for those types only; the caller's ``RayTaskError`` is-a the cause."""
@@ -135,7 +135,7 @@ def test_application_exceptions_are_retried_only_when_asked(experiment: Experime
 
 
 @pytest.mark.claim("TASK-04", "TASK-05")
-@pytest.mark.cluster(env=FAST_HEALTH_CHECKS, head={"num_cpus": 0}, workers=WORKERS_3)
+@pytest.mark.cluster(driver=False, env=FAST_HEALTH_CHECKS, head={"num_cpus": 0}, workers=WORKERS_3)
 def test_node_death_fails_or_retries_its_task(experiment: Experiment) -> None:
     """TASK-04: without retries ``NodeDiedError`` (naming IP and node id) comes at once, before
     the node is marked DEAD. TASK-05: with a retry left the task completes on another node,

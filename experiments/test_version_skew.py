@@ -38,7 +38,9 @@ def skewed(
     other = skew_partner(
         raychaos_ray_version, raychaos_settings.ray_versions, raychaos_settings.skew_from
     )
+    # No driver node: nothing here strikes the head, so the drivers run there.
     cluster = ray_cluster_factory(
+        driver=False,
         workers=(
             NodeSpec(name="worker", count=1),
             NodeSpec(name="skewed", ray_version=other, expect_join=False),
@@ -123,6 +125,7 @@ def _patched_cluster(
     """
     tag, interpreter = patch_image
     cluster = factory(
+        driver=False,
         workers=(
             NodeSpec(name="worker", count=1),
             NodeSpec(name="patched", image=tag, **patched),
@@ -190,8 +193,9 @@ def test_python_patch_skew_joins_with_a_warning_at_minor_match_level(
 def other_release_venv(cluster: Cluster, source: str, target: str, path: str) -> str:
     """Copy the venv of ``source`` (another Ray release) into ``target``; return its python.
 
-    A driver needs a raylet on its own host, so the skewed driver runs on the driver node with
-    the other release's interpreter, exactly as a user with a mismatched venv would.
+    A driver needs a raylet on its own host, so the skewed driver runs on the node hosting the
+    drivers (here the head) with the other release's interpreter, exactly as a user with a
+    mismatched venv would.
     """
     cluster.backend.copy(source, "/opt/ray", target, "/tmp")
     assert cluster.exec(target, ["mv", "/tmp/ray", path]).exit_code == 0

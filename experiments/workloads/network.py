@@ -1,7 +1,8 @@
 """Workloads for the network-partition experiments (NET-01, NET-02).
 
-They run on the driver node, which stays on the majority side of every partition, so the
-driver is the owner that has to notice a task lost behind the cut.
+They run on the node hosting the drivers (the head: the experiments have no driver node),
+which stays on the majority side of every partition, so the driver is the owner that has to
+notice a task lost behind the cut.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Ray Serve workloads (claims SERVE-01 … SERVE-07).
 
-Two kinds of process run on the driver node:
+Two kinds of process run on the node hosting the drivers (the driver node, or the head):
 
 - ``load`` is the client: plain HTTP (``urllib``) against chosen proxies, no Ray at all, so
   it keeps counting whatever happens to the cluster (a GCS outage included). It reports every

@@ -23,7 +23,7 @@ import uuid
 from typing import Any
 
 import ray
-from raychaos_agent import emit, knobs, node_id, nodes, pin, until
+from raychaos_agent import drivers_node, emit, knobs, node_id, nodes, pin, until
 
 # --------------------------------------------------------------------------------------------
 # Shared helpers (imported by objects, actors, nodes)
@@ -226,8 +226,9 @@ class Tally:
 
 
 def make_tally() -> Any:
-    """A :class:`Tally` actor pinned to the driver node (zero CPUs)."""
-    return Tally.options(scheduling_strategy=pin("driver")).remote()
+    """A :class:`Tally` actor pinned to the node hosting the drivers (zero CPUs): the driver
+    node, or the head of a cluster without one (whose experiments never strike the head)."""
+    return Tally.options(scheduling_strategy=pin(drivers_node())).remote()
 
 
 def _token(prefix: str) -> str:

@@ -62,6 +62,14 @@ def node_id_of(name: str) -> str:
     return str(alive[0]["NodeID"])
 
 
+def drivers_node() -> str:
+    """The name of the node hosting the drivers: ``driver``, or the head without one."""
+    known = nodes()
+    if "driver" in known:
+        return "driver"
+    return next(name for name, node in known.items() if node.get("role") == "head")
+
+
 def pin(name: str, soft: bool = False) -> Any:
     """A scheduling strategy that places a task or actor on the node called ``name``."""
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
