@@ -52,7 +52,10 @@ def test_kill_node_is_seen_dead_within_the_health_check_band(
     # The observer's heartbeats: the old id stays DEAD on a fresh sample of a whole window
     # (INV-02 at teardown judges the same way).
     sampling = Sampling.of(experiment.history)
-    assert sampling is not None and sampling.heartbeat_s == HEARTBEAT_PERIODS * experiment.observer.period
+    assert (
+        sampling is not None
+        and sampling.heartbeat_s == HEARTBEAT_PERIODS * experiment.observer.period
+    )
     assert stays_dead(experiment, victim_id, fault.injected_at, "worker-1 killed")[-1] == "DEAD"
     beats = samples(experiment.history)
     assert len(beats) >= 5 and not gaps(experiment.history, beats[0], beats[-1], sampling.max_gap_s)
