@@ -44,6 +44,7 @@ _TITLES = {
     "degrade": ("degrade the network of {target}", "{rule}"),
     "memory_pressure": ("fill the memory of {target}", "{bytes:,} bytes"),
     "fill_disk": ("fill the disk of {target}", "{path} to {fraction:.0%}"),
+    "rpc_failures": ("fail the RPCs of {workload} on {node}", "RAY_testing_rpc_failure"),
 }
 
 

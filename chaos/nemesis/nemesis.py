@@ -21,10 +21,12 @@ from chaos.nemesis.exhaustion import FillDisk, MemoryPressure
 from chaos.nemesis.host import KillNode, PauseNode, RestartNode, StopNode
 from chaos.nemesis.network import Degrade, Partition
 from chaos.nemesis.process import KillGcs, KillRaylet, KillWorker, pids
+from chaos.nemesis.rpc import RpcFailures
 from chaos.waits import wait_until
 
 if TYPE_CHECKING:
     from chaos.cluster.cluster import Cluster
+    from chaos.spec.rpc_failures import RpcFailure
 
 __all__ = ["Fault", "Nemesis", "Together", "nemesis_for"]
 
@@ -49,6 +51,19 @@ class Nemesis(Runner):
     def kill_worker(self, node: str, pid: int) -> KillWorker:
         """SIGKILL one Ray worker process (the one running a task or actor) by its PID."""
         return self.inject(KillWorker(node, pid))
+
+    def rpc_failures(
+        self,
+        node: str,
+        failures: Sequence[RpcFailure],
+        workload: str,
+        *,
+        timeout: float = 300,
+        **kwargs: Any,
+    ) -> RpcFailures:
+        """Start ``workload(**kwargs)`` as a driver on ``node`` whose own RPCs fail as
+        ``failures`` say (Ray's injection); the fault's ``run`` is that driver."""
+        return self.inject(RpcFailures(node, tuple(failures), workload, kwargs, timeout))
 
     # -- whole nodes ------------------------------------------------------------------------
     def kill_node(self, name: str) -> KillNode:
