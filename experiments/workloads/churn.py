@@ -14,7 +14,15 @@ from typing import Any
 import ray
 from raychaos_agent import SIGNALS, emit, node_id, node_id_of, pin, until, wait_signal
 
-from workloads.tasks import connect, describe, make_tally, name_of, node_record, task_attempts
+from workloads.tasks import (
+    connect,
+    describe,
+    make_tally,
+    name_of,
+    node_record,
+    outcome_of,
+    task_attempts,
+)
 
 
 @ray.remote
@@ -43,15 +51,6 @@ def _affinity(nid: str, soft: bool) -> Any:
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
     return NodeAffinitySchedulingStrategy(node_id=nid, soft=soft)
-
-
-def _outcome(ref: Any, timeout: float) -> dict[str, Any]:
-    started = time.time()
-    try:
-        value = ray.get(ref, timeout=timeout)
-        return {"value": value, "error": None, "s": round(time.time() - started, 3)}
-    except Exception as exc:  # noqa: BLE001 - Ray's error is the data under test
-        return {"value": None, "error": describe(exc), "s": round(time.time() - started, 3)}
 
 
 def _executions(tally: Any, key: str, count: int, wait_s: float) -> list[dict[str, Any]]:
@@ -113,10 +112,10 @@ def preemption(victim: str = "worker-1", probe_s: float = 15.0, wait_s: float = 
     ).remote(tally, key, 2, 3600.0)
     first = _executions(tally, key, 1, wait_s)[0]
     control = {
-        "soft": _outcome(
+        "soft": outcome_of(
             _where.options(num_cpus=0, scheduling_strategy=pin(victim, True)).remote(), probe_s
         ),
-        "hard": _outcome(
+        "hard": outcome_of(
             _where.options(num_cpus=0, scheduling_strategy=pin(victim)).remote(), probe_s
         ),
     }
@@ -134,9 +133,9 @@ def preemption(victim: str = "worker-1", probe_s: float = 15.0, wait_s: float = 
     hard = _where.options(num_cpus=0, scheduling_strategy=_affinity(victim_id, False)).remote()
     newcomer = Holder.options(num_cpus=0, scheduling_strategy=_affinity(victim_id, True)).remote()
     during = {
-        "soft": _outcome(soft, probe_s),
-        "hard": _outcome(hard, probe_s),
-        "actor": _outcome(newcomer.where.remote(), probe_s),
+        "soft": outcome_of(soft, probe_s),
+        "hard": outcome_of(hard, probe_s),
+        "actor": outcome_of(newcomer.where.remote(), probe_s),
         "victim": node_record(victim_id),
     }
     emit(
@@ -146,8 +145,8 @@ def preemption(victim: str = "worker-1", probe_s: float = 15.0, wait_s: float = 
     )
 
     wait_signal("preempted", wait_s)
-    died = _outcome(busy.where.remote(), wait_s)
-    again = _outcome(counter.where.remote(), wait_s)
+    died = outcome_of(busy.where.remote(), wait_s)
+    again = outcome_of(counter.where.remote(), wait_s)
     second = _executions(tally, key, 2, wait_s)[1]
     counter_after_preemption = _actor_row(counter)
     emit(
@@ -159,8 +158,8 @@ def preemption(victim: str = "worker-1", probe_s: float = 15.0, wait_s: float = 
     )
 
     wait_signal("second", wait_s)
-    third_call = _outcome(counter.where.remote(), wait_s)
-    done = _outcome(task, wait_s)
+    third_call = outcome_of(counter.where.remote(), wait_s)
+    done = outcome_of(task, wait_s)
     record = until(lambda: node_record(victim_id), lambda r: bool(r) and not r.get("Alive"), 30)
     return {
         "victim_id": victim_id,

@@ -9,13 +9,11 @@ travel over the very RPCs whose failures are under test. Exceptions come back as
 from __future__ import annotations
 
 import os
-import time
-from typing import Any
 
 import ray
 from raychaos_agent import emit, node_id
 
-from workloads.tasks import connect, describe
+from workloads.tasks import connect, outcome_of
 
 #: Where each execution leaves its line, on the node that ran it.
 RECORDS = "/tmp/raychaos-executions"
@@ -44,20 +42,11 @@ class Traced:
         return value
 
 
-def _outcome(ref: Any, timeout_s: float) -> dict[str, Any]:
-    started = time.time()
-    try:
-        value = ray.get(ref, timeout=timeout_s)
-        return {"value": value, "error": None, "s": round(time.time() - started, 3)}
-    except Exception as exc:  # noqa: BLE001 - Ray's error is the data under test
-        return {"value": None, "error": describe(exc), "s": round(time.time() - started, 3)}
-
-
 def task(token: str, max_retries: int, timeout_s: float) -> None:
     """One task with ``max_retries``; emits ``outcome``."""
     connect()
     ref = _traced.options(max_retries=max_retries, resources={TARGET: 0.01}).remote(token, 42)
-    emit("outcome", token=token, **_outcome(ref, timeout_s))
+    emit("outcome", token=token, **outcome_of(ref, timeout_s))
 
 
 def actor_call(token: str, max_task_retries: int, timeout_s: float) -> None:
@@ -65,5 +54,5 @@ def actor_call(token: str, max_task_retries: int, timeout_s: float) -> None:
     the same actor; emits ``outcome`` and ``next_call``."""
     connect()
     actor = Traced.options(max_task_retries=max_task_retries, resources={TARGET: 0.01}).remote()
-    emit("outcome", token=token, **_outcome(actor.call.remote(token, 42), timeout_s))
-    emit("next_call", token=token, **_outcome(actor.call.remote(f"{token}-next", 43), timeout_s))
+    emit("outcome", token=token, **outcome_of(actor.call.remote(token, 42), timeout_s))
+    emit("next_call", token=token, **outcome_of(actor.call.remote(f"{token}-next", 43), timeout_s))

@@ -64,6 +64,16 @@ def describe(exc: BaseException) -> dict[str, Any]:
     return info
 
 
+def outcome_of(ref: Any, timeout: float) -> dict[str, Any]:
+    """``ray.get(ref)`` as data: its value or its error (:func:`describe`), and seconds taken."""
+    started = time.time()
+    try:
+        value = ray.get(ref, timeout=timeout)
+        return {"value": value, "error": None, "s": round(time.time() - started, 3)}
+    except Exception as exc:  # noqa: BLE001 - Ray's error is the data under test
+        return {"value": None, "error": describe(exc), "s": round(time.time() - started, 3)}
+
+
 def connect() -> str:
     """ray.init() once; emit ``driver_connected`` with the knobs; return the driver node id.
 
