@@ -76,6 +76,9 @@ class RpcFailures(Fault):
     timeout: float = 300.0
     kind = "rpc_failures"
     permanent = True
+    #: The proof waits for the driver to connect (ray.init: seconds, tens on a loaded host)
+    #: and make its first call of the method.
+    verify_timeout_s = 60.0
     #: The driver, once started (:meth:`inject`).
     run: WorkloadRun | None = None
     value: str = ""
