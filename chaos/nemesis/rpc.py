@@ -65,7 +65,7 @@ def check_methods(failures: Sequence[RpcFailure], known: frozenset[str], release
 
 @dataclass(eq=False)
 class RpcFailures(Fault):
-    """Start workload ``target(**kwargs)`` on ``node`` as a driver whose calls fail as
+    """Start ``workload(**kwargs)`` on ``node`` as a driver whose calls fail as
     ``failures`` say; proven by Ray's log line for at least one injected failure."""
 
     node: str
