@@ -40,6 +40,7 @@ class Kind(StrEnum):
     CLUSTER_READY = "cluster_ready"
     NODE_START_RETRIED = "node_start_retried"
     NODE_ADDED = "node_added"
+    NODE_REMOVED = "node_removed"
     WORKLOAD_START = "workload_start"
     SIGNAL = "signal"
     #: A streamed process ended (its stream will say nothing more).

@@ -116,6 +116,10 @@ class Backend(Protocol):
         """Remove everything this backend created; what could not be removed, one per item."""
         ...
 
+    def remove_node(self, node: str) -> None:
+        """Remove one node's host for good (an autoscaler's termination); gone is fine."""
+        ...
+
     def describe(self, node: str) -> str:
         """How a person finds the node in the engine (a container name, a pod name)."""
         ...

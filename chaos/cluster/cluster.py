@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from chaos.backends import default_backend
 from chaos.cluster import boot, readiness
+from chaos.cluster.autoscaler import AutoscalerBridge
 from chaos.cluster.boot_slots import default_slots
 from chaos.cluster.node import Node
 from chaos.errors import ChaosError, DockerOperationError, WorkloadError
@@ -53,6 +54,10 @@ class Cluster:
         #: Clusters this machine boots at once (see :mod:`chaos.cluster.boot_slots`).
         self.boot_slots = boot_slots or default_slots()
         self.nodes: dict[str, Node] = {}
+        #: Nodes removed for good (by the autoscaler), kept to name their Ray node ids.
+        self.retired: dict[str, Node] = {}
+        #: The host side of Ray's autoscaler, on an autoscaling cluster.
+        self.autoscaler: AutoscalerBridge | None = None
         self._plan: ClusterPlan | None = None
         self.boot_seconds: float | None = None
         #: Booted while other clusters run experiments (:mod:`chaos.plugin.boot_ahead`): its nodes
@@ -105,10 +110,15 @@ class Cluster:
             seconds=round(self.boot_seconds, 2),
             with_images_s=round(time.monotonic() - started, 2),
         )
+        if self.spec.autoscaling is not None:
+            self.autoscaler = AutoscalerBridge(self, self.spec.autoscaling)
+            self.autoscaler.start()
         return self
 
     def stop(self) -> None:
         """Remove every host (concurrently), the network and volumes; report leftovers."""
+        if self.autoscaler is not None:
+            self.autoscaler.stop()  # first: nothing is launched while the cluster goes
         failures = self.backend.teardown()
         if failures:
             key = getattr(self.backend, "key", None)
@@ -151,7 +161,7 @@ class Cluster:
         return [n for n in self.nodes.values() if n.role == "worker"]
 
     def node_by_id(self, node_id: str) -> Node:
-        for node in self.nodes.values():
+        for node in [*self.nodes.values(), *self.retired.values()]:
             if node.node_id == node_id or node_id in node.past_node_ids:
                 return node
         raise WorkloadError(f"no node of cluster {self.spec.name} has Ray node id {node_id}")
@@ -285,6 +295,14 @@ class Cluster:
         if wait and node.expect_join:
             self.wait_ready(self.spec.boot_timeout_s, nodes=added)
         return added
+
+    def retire(self, name: str) -> None:
+        """Remove a node's host for good (the autoscaler terminated it); its Ray node id stays
+        known (``node_by_id``) but it is no longer one of ``nodes``."""
+        node = self.node(name)
+        self.backend.remove_node(name)
+        self.retired[name] = self.nodes.pop(name)
+        self.history.record(Source.HARNESS, Kind.NODE_REMOVED, node=name, node_id=node.node_id)
 
     def restart(self, name: str) -> None:
         """Restart a node's host: its entry runs `ray start` again (a new Ray node id)."""

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Literal
 
+import chaos.spec.autoscaling as autoscaling
 from chaos.spec.topology import ClusterSpec, NodeSpec, group_names, parse_size
 
 Role = Literal["head", "worker", "driver", "redis"]
@@ -129,6 +130,8 @@ class NodePlan:
     user: str | None = None
     #: path → content, put into the host before it starts, mode 0400, owned by ``user``.
     secret_files: Mapping[str, str] = field(default_factory=dict, repr=False)
+    #: path → content, put into the host before it starts, mode 0644 (no secret).
+    files: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "env", MappingProxyType(dict(self.env)))
@@ -136,6 +139,7 @@ class NodePlan:
         object.__setattr__(self, "volumes", MappingProxyType(dict(self.volumes)))
         object.__setattr__(self, "capabilities", MappingProxyType(dict(self.capabilities)))
         object.__setattr__(self, "secret_files", MappingProxyType(dict(self.secret_files)))
+        object.__setattr__(self, "files", MappingProxyType(dict(self.files)))
 
     @property
     def expect_join(self) -> bool:
@@ -269,6 +273,7 @@ class _Context:
             # Ray's CLI in-process, the password read from a file (see HEAD_START_WITH_SECRET).
             argv = ["python3", "-c", HEAD_START_WITH_SECRET, *argv[1:]]
             secret_files[REDIS_PASSWORD_FILE] = self.redis_password
+        files = autoscaler_files(self.spec, ip) if role == "head" else {}
         return NodePlan(
             name=name,
             role=role,
@@ -276,6 +281,7 @@ class _Context:
             image=image,
             argv=tuple(argv),
             env=self.env(role, node),
+            files=files,
             entrypoint=(NODE_ENTRY,),
             memory_bytes=node.memory_bytes,
             shm_bytes=node.shm_bytes,
@@ -315,6 +321,8 @@ class _Context:
         given = {arg.split("=", 1)[0] for arg in node.extra_args}
         argv += [f"{flag}={port}" for flag, port in AGENT_PORTS.items() if flag not in given]
         argv += list(node.extra_args)
+        if role == "head" and self.spec.autoscaling is not None:
+            argv.append(f"--autoscaling-config={autoscaling.BOOTSTRAP_CONFIG}")
         return argv
 
     def env(self, role: Role, node: NodeSpec) -> dict[str, str]:
@@ -323,10 +331,29 @@ class _Context:
         env.update(node.env)
         if role == "head" and self.spec.gcs_ft == "redis":
             env["RAY_REDIS_ADDRESS"] = f"{address(self.subnet, HOSTS['redis'])}:{REDIS_PORT}"
+        if role == "head" and self.spec.autoscaling is not None:
+            env.update(autoscaling.head_env(self.spec.autoscaling))
         if role == "head" and self.spec.gcs_ft == "rocksdb":
             env.setdefault("RAY_gcs_storage", "rocksdb")
             env.setdefault("RAY_gcs_storage_path", GCS_STORAGE_DIR)
         return env
+
+
+def autoscaler_files(spec: ClusterSpec, head_ip: str) -> dict[str, str]:
+    """The provider's directory on an autoscaling head, as it must be before ``ray start``:
+    the cluster config, the marker that says "inside a container" (else the provider runs
+    ssh-keygen), and a status naming the head running (else it drops the head)."""
+    if spec.autoscaling is None:
+        return {}
+    config = autoscaling.cluster_config(
+        spec.autoscaling, cluster_name=spec.name, head_cpus=spec.head.num_cpus
+    )
+    head = {autoscaling.HEAD_ID: {"State": "running", "IP": head_ip, "Name": spec.head.name}}
+    return {
+        autoscaling.BOOTSTRAP_CONFIG: json.dumps(config, indent=1),
+        f"{autoscaling.STATE_DIR}/.in_docker": "",
+        f"{autoscaling.STATE_DIR}/status.json": json.dumps(head),
+    }
 
 
 def _num(value: float) -> str:

@@ -18,6 +18,7 @@ from typing import Any, Literal, cast
 import chaos.spec.validation as validation
 from chaos.errors import SpecError
 from chaos.resources import fixtures_path
+from chaos.spec.autoscaling import Autoscaling
 from chaos.spec.knobs import PRESETS
 
 DEFAULT_RAY_VERSION = "2.60.0"
@@ -198,6 +199,8 @@ class ClusterSpec:
     env: Mapping[str, str] = field(default_factory=dict)
     #: Seconds to wait for every expected node to be ALIVE in the GCS.
     boot_timeout_s: float = 180.0
+    #: Ray's autoscaler on the head, launching node types as containers (None: a fixed cluster).
+    autoscaling: Autoscaling | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "env", _frozen_map(self.env))
@@ -242,6 +245,19 @@ class ClusterSpec:
                         group.name,
                     )
                 seen[node] = where
+        if self.autoscaling is not None:
+            if not isinstance(self.autoscaling, Autoscaling):
+                raise SpecError("autoscaling", "autoscaling settings", self.autoscaling)
+            self.autoscaling.validate()
+            for kind in self.autoscaling.node_types:
+                if kind.name in seen or any(n.startswith(kind.name + "-") for n in seen):
+                    raise SpecError(
+                        "autoscaling.node_types.name",
+                        "a name apart from every node's (its nodes are <name>-<n>)",
+                        kind.name,
+                    )
+            if self.head.num_gpus:
+                raise SpecError("head.num_gpus", "0 on an autoscaling head", self.head.num_gpus)
         return self
 
     def node_names(self) -> list[str]:
@@ -274,6 +290,8 @@ class ClusterSpec:
             values["head"] = _node_from_dict({"name": "head", **head}, "head")
         elif head is not None and not isinstance(head, NodeSpec):
             raise SpecError("head", "a node spec such as {'num_cpus': 1}", head)
+        if values.get("autoscaling") is not None:
+            values["autoscaling"] = Autoscaling.from_dict(values["autoscaling"])
         workers = values.get("workers")
         if isinstance(workers, bool) or (isinstance(workers, int) and workers < 0):
             raise SpecError("workers", "a count ≥ 0 or a list of worker groups", workers)

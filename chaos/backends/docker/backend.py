@@ -189,6 +189,10 @@ class DockerBackend:
                 uid, gid = ids_of(container, node.user)
                 if not container.put_archive("/", secrets_archive(node.secret_files, uid, gid)):
                     raise DockerOperationError(f"putting secret files into {full_name} refused")
+            if node.files:
+                uid, gid = ids_of(container, node.user)
+                if not container.put_archive("/", secrets_archive(node.files, uid, gid, 0o644)):
+                    raise DockerOperationError(f"putting files into {full_name} refused")
             container.start()
 
     def teardown(self) -> list[str]:
@@ -201,6 +205,19 @@ class DockerBackend:
         volumes = [self.client.volumes.prepare_model({"Name": v}) for v in self.volumes]
         failures += remove_parallel("volume", volumes)[1]
         return failures
+
+    def remove_node(self, node: str) -> None:
+        import docker.errors
+
+        container = self.containers.pop(node, None)
+        if container is None:
+            return
+
+        def remove() -> None:
+            with contextlib.suppress(docker.errors.NotFound):  # already gone is fine
+                container.remove(force=True)
+
+        call(f"remove {container.name}", remove)
 
     def describe(self, node: str) -> str:
         return str(self._container(node).name)

@@ -61,15 +61,15 @@ def lib_archive(sources: Sequence[Path]) -> bytes:
     return buffer.getvalue()
 
 
-def secrets_archive(files: Mapping[str, str], uid: int, gid: int) -> bytes:
-    """``files`` as a tar rooted at ``/``: mode 0400, owned by ``uid:gid`` (the daemon keeps
-    both); missing parent directories are made 0755 by root."""
+def secrets_archive(files: Mapping[str, str], uid: int, gid: int, mode: int = 0o400) -> bytes:
+    """``files`` as a tar rooted at ``/``: ``mode`` (0400), owned by ``uid:gid`` (the daemon
+    keeps both); missing parent directories are made 0755 by root."""
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w") as tar:
         for path, content in files.items():
             data = content.encode()
             info = tarfile.TarInfo(path.lstrip("/"))
-            info.size, info.mode, info.uid, info.gid = len(data), 0o400, uid, gid
+            info.size, info.mode, info.uid, info.gid = len(data), mode, uid, gid
             tar.addfile(info, io.BytesIO(data))
     return buffer.getvalue()
 
