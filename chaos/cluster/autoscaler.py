@@ -33,6 +33,7 @@ from chaos.spec.topology import NodeSpec
 if TYPE_CHECKING:
     from chaos.backends.base import Stream
     from chaos.cluster.cluster import Cluster
+    from chaos.history import Event
     from chaos.spec.autoscaling import Autoscaling
 
 #: Seconds between the bridge's rounds (the provider's cleanup interval is ~10 s).
@@ -40,6 +41,8 @@ PERIOD_S = 0.5
 #: How long the watcher on the head may take to start.
 WATCH_START_S = 60.0
 SOURCE = "autoscaler"
+WANTS = "autoscaler_wants"
+STARTED = "autoscaler_bridge_started"
 LAUNCHED = "autoscaler_launched"
 REMOVED = "autoscaler_removed"
 REFUSED = "autoscaler_refused"
@@ -69,6 +72,12 @@ class AutoscalerBridge:
     # -- life cycle ------------------------------------------------------------------------
     def start(self) -> None:
         self._watch = self._start_watch()
+        self.cluster.history.record(
+            SOURCE,
+            STARTED,
+            max_workers=self.settings.max_workers,
+            node_types={k.name: k.max_workers for k in self.settings.node_types},
+        )
         self._write_status()
         self._thread = threading.Thread(target=self._loop, name="raychaos-autoscaler", daemon=True)
         self._thread.start()
@@ -106,18 +115,19 @@ class AutoscalerBridge:
         """The provider's latest agreed wish ``{node id: node type}``, None before one."""
         if self._watch is None:
             return None
-        reports = [e for e in self._watch.events() if e.kind == "autoscaler_wants"]
+        reports = [e for e in self._watch.events() if e.kind == WANTS]
         return dict(reports[-1].get("nodes", {})) if reports else None
 
     def step(self) -> None:
         with self._lock:
             wanted = self.wanted()
             if wanted is not None:
+                # Removals first: a wish that swaps a node for another is within the caps.
+                for node_id in [i for i in self.launched if i not in wanted]:
+                    self._remove(node_id)
                 for node_id, node_type in sorted(wanted.items()):
                     if node_id not in self.launched and node_id not in self.refused:
                         self._launch_or_refuse(node_id, node_type)
-                for node_id in [i for i in self.launched if i not in wanted]:
-                    self._remove(node_id)
             self._write_status()
 
     def _launch_or_refuse(self, node_id: str, node_type: str) -> None:
@@ -208,6 +218,22 @@ class AutoscalerBridge:
         self._written = text
 
 
-def launched_at(cluster: Cluster) -> dict[str, float]:
-    """When each autoscaled node was launched, by node name (from the history)."""
-    return {str(e.get("node")): e.t for e in cluster.history.events(LAUNCHED) if e.get("node")}
+def launches(cluster: Cluster) -> list[Event]:
+    """Every node the harness launched for the autoscaler, in order (``node``, ``node_id``,
+    ``node_type``, ``workers`` by type just after)."""
+    return cluster.history.events(LAUNCHED)
+
+
+def removals(cluster: Cluster) -> list[Event]:
+    """Every autoscaled node removed because the provider no longer wanted it."""
+    return cluster.history.events(REMOVED)
+
+
+def refusals(cluster: Cluster) -> list[Event]:
+    """Every request the harness refused (unknown type, over a cap)."""
+    return cluster.history.events(REFUSED)
+
+
+def wishes(cluster: Cluster) -> list[Event]:
+    """Every agreed read of the provider's wanted workers (``nodes``: id → type)."""
+    return cluster.history.events(WANTS)

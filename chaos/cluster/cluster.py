@@ -284,7 +284,8 @@ class Cluster:
             self.spec,
             node,
             subnet=self.plan.subnet,
-            taken={n.ip for n in self.nodes.values()},
+            # Never a retired node's address: its lane and its GCS entry stay its own.
+            taken={n.ip for n in [*self.nodes.values(), *self.retired.values()]},
             image_for=self._image_for,
         )
         added = [Node(p) for p in plans]

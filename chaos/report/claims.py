@@ -58,6 +58,11 @@ FAMILIES = {
         "critical",
     ),
     "CHURN": Family("Production churn", f"{DOCS}/fault_tolerance.html", "critical"),
+    "AUTOSCALE": Family(
+        "Autoscaling",
+        "https://docs.ray.io/en/latest/cluster/vms/user-guides/configuring-autoscaling.html",
+        "critical",
+    ),
     "ADVICE": Family("Runbook advice", f"{DOCS}/configure.html", "minor"),
     "INV": Family("Invariants", f"{DOCS}/fault_tolerance.html", "normal"),
 }

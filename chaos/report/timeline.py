@@ -43,6 +43,7 @@ _MERGE_S = 2.0
 _EVENT_ROWS = 4
 _FAULT_ROWS = 4
 _FONT = 7
+_WORKERS_LANE = "autoscaled workers"
 
 
 @dataclass(frozen=True)
@@ -134,7 +135,7 @@ def write_evidence(kit: Experiment, directory: Path, test_id: str) -> tuple[Path
         picture = render(
             kit.history,
             history.with_name(f"{stem}.timeline.png"),
-            names={n.ip: n.name for n in kit.cluster.ray_nodes()},
+            names={n.ip: n.name for n in [*kit.cluster.ray_nodes(), *kit.cluster.retired.values()]},
             title=test_id,
         )
     except ValueError:
@@ -179,13 +180,18 @@ def figure(history: History, *, names: Mapping[str, str], title: str = "") -> An
     rate_names = set(rate_lanes.values())
     rows += list(rate_lanes.values())
     heights += [1.5] * len(rate_lanes)
+    scaled = bool(worker_series(history)[0])
+    if scaled:
+        rows.append(_WORKERS_LANE)
+        heights.append(1.5)
     if banded:
         rows.append("measured windows")
         heights.append(0.4 + 0.5 * len(banded))
     y: dict[str, float] = {}
     top = 0.0
     for name, height in zip(reversed(rows), reversed(heights), strict=True):
-        y[name] = top + (0.5 if height == 1.0 else 0.75 if name in rate_names else 0.3)
+        lined = name in rate_names or name == _WORKERS_LANE
+        y[name] = top + (0.5 if height == 1.0 else 0.75 if lined else 0.3)
         top += height
     if banded:  # the lane's name in the middle of its rows
         y["measured windows"] += 0.25 * (len(banded) - 1)
@@ -231,6 +237,8 @@ def figure(history: History, *, names: Mapping[str, str], title: str = "") -> An
     _unobservable(ax, history, t0, end)
     for source, lane in rate_lanes.items():
         _rates(ax, history, source, t0, y[lane] - 0.6, 1.2)
+    if scaled:
+        _workers(ax, history, t0, end, y[_WORKERS_LANE] - 0.6, 1.2)
     for source in workload_sources:
         marks = _merged([e for e in history.events(source=source) if e.kind not in _SKIP_KINDS])
         _ticks(ax, canvas, marks, t0, y[source])
@@ -321,6 +329,43 @@ def _rates(ax: Any, history: History, source: str, t0: float, base: float, heigh
         xs[0], base + height, f"requests/s, peak {peak}", fontsize=_FONT, color="#555555",
         va="top",
     )  # fmt: skip
+
+
+def worker_series(
+    history: History,
+) -> tuple[list[tuple[float, int]], list[tuple[float, int]], int | None]:
+    """An autoscaling cluster's workers: (time, wanted by the provider), (time, present as
+    containers), and the cluster's ``max_workers`` (None: not an autoscaling history)."""
+    wanted = [(e.t, len(e.get("nodes") or {})) for e in history.events("autoscaler_wants")]
+    present = [
+        (e.t, sum(dict(e.get("workers") or {}).values()))
+        for e in history.events()
+        if e.kind in ("autoscaler_launched", "autoscaler_removed")
+    ]
+    caps = history.events("autoscaler_bridge_started")
+    cap = int(caps[-1].get("max_workers")) if caps else None
+    return wanted, present, cap
+
+
+def _workers(ax: Any, history: History, t0: float, end: float, base: float, height: float) -> None:
+    """Workers the autoscaler wanted and the containers present, as step lines, under the
+    cluster's cap (dotted)."""
+    wanted, present, cap = worker_series(history)
+    # One step of head-room above the highest line, so the cap never hides under the label.
+    peak = max([n for _, n in wanted + present] + [cap or 0, 1]) + 1
+    start = wanted[0][0] - t0
+    for series, colour, style in ((wanted, _EVENT, "--"), (present, _OK, "-")):
+        points = [(start, 0), *((t - t0, n) for t, n in series), (end, None)]
+        xs = [x for x, _ in points]
+        values: list[int] = []
+        for _, n in points:
+            values.append(values[-1] if n is None else n)
+        ys = [base + height * v / peak for v in values]
+        ax.step(xs, ys, where="post", color=colour, linestyle=style, linewidth=1.2)
+    if cap is not None:
+        ax.axhline(base + height * cap / peak, color=_ERROR, linestyle=":", linewidth=0.8)
+    label = f"workers: present (green), wanted (blue, dashed); cap {cap} (red, dotted)"
+    ax.text(start, base + height, label, fontsize=_FONT, color="#555555", va="bottom")
 
 
 def _unobservable(ax: Any, history: History, t0: float, end: float) -> None:

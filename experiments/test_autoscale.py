@@ -1,0 +1,340 @@
+"""Autoscaling (AUTOSCALE-*): Ray's own autoscaler on the head launches and removes the
+harness's containers, and what it promises about demand, caps and idle nodes holds.
+
+Every cluster starts with the head alone (0 CPUs, so no work runs there) and ``driver=False``
+(nothing here strikes the head). The head runs Ray's autoscaler with its fake multi-node
+Docker provider; the harness launches and removes the nodes it asks for
+(:mod:`chaos.cluster.autoscaler`), and its records are the evidence: each provider wish (read
+twice before acting), each launch and removal. Knobs shortened where Ray's docs allow, stated
+in the evidence: ``AUTOSCALER_UPDATE_INTERVAL_S=1`` (Ray: 5; its own autoscaling tests use 1)
+and ``idle_timeout_minutes=0.1`` (Ray: 5; its fake-cluster tests use 0.05-0.1). Workloads:
+``workloads.autoscale``.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import pytest
+
+from chaos.cluster.autoscaler import launches, refusals, removals, wishes
+from chaos.errors import CheckFailed
+from chaos.experiment import Experiment
+from chaos.nemesis.base import sh
+from chaos.waits import holds_for, wait_until
+
+#: ``AUTOSCALER_UPDATE_INTERVAL_S``: one autoscaler round.
+ROUND_S = 1.0
+IDLE_MINUTES = 0.1
+IDLE_S = IDLE_MINUTES * 60
+#: A launched container's ``ray start`` until its node is ALIVE in the GCS, on a loaded host.
+JOIN_S = 30.0
+#: From demand to the first launch: the demand reaches the autoscaler in the raylets' resource
+#: reports, then a round decides and the harness reads the provider's file (0.25 s, twice).
+LAUNCH_S = 10 * ROUND_S + 10
+#: The provider's cleanup interval (Ray's default): a dead node is dropped after it.
+CLEANUP_S = 9.5
+#: Ray's provider launches one node per create call; the Docker provider ignores ``count``.
+
+
+def topology(*types: dict[str, Any], max_workers: int, **settings: Any) -> dict[str, Any]:
+    return {
+        "driver": False,
+        "workers": 0,
+        "head": {"num_cpus": 0},
+        "autoscaling": {
+            "node_types": list(types),
+            "max_workers": max_workers,
+            "update_interval_s": ROUND_S,
+            "idle_timeout_minutes": IDLE_MINUTES,
+            **settings,
+        },
+    }
+
+
+def workers_over_time(experiment: Experiment) -> list[list[Any]]:
+    """``[seconds since the first wish, {type: count}]`` for every wish of the provider."""
+    seen = wishes(experiment.cluster)
+    if not seen:
+        return []
+    start = seen[0].t
+    return [[round(e.t - start, 2), dict(Counter(e.get("nodes", {}).values()))] for e in seen]
+
+
+def outcomes(run: Any, event: str = "ran") -> list[dict[str, Any]]:
+    return list(run.events(event)[-1].get("outcomes", []))
+
+
+@pytest.mark.claim("AUTOSCALE-01")
+@pytest.mark.cluster(
+    **topology(
+        {"name": "plain", "num_cpus": 1, "max_workers": 2},
+        {"name": "tagged", "num_cpus": 1, "resources": {"tagged": 1}, "max_workers": 2},
+        max_workers=3,
+    )
+)
+def test_pending_demand_launches_a_node_of_the_type_that_fits(experiment: Experiment) -> None:
+    """Two tasks needing ``tagged`` on a cluster with no worker: the autoscaler launches
+    ``tagged`` nodes (never ``plain``), and both tasks run on them."""
+    cluster = experiment.cluster
+    assert not launches(cluster), "the cluster must start with no worker"
+    run = cluster.run(
+        "workloads.autoscale:demand",
+        groups=[{"count": 2, "num_cpus": 1, "resources": {"tagged": 1}}],
+        hold_s=3,
+        timeout_s=LAUNCH_S + JOIN_S + 60,
+    )
+    submitted = run.wait_for("submitted", timeout=120)[0].t
+    wait_until(lambda: _launched(cluster, 1), LAUNCH_S, "a node launched for the demand")
+    first = launches(cluster)[0]
+    run.result(timeout=LAUNCH_S + JOIN_S + 120)
+    ran = outcomes(run)
+    launched = {e.get("node"): e.get("node_type") for e in launches(cluster)}
+    experiment.measure(
+        "AUTOSCALE-01 demand to launch (s)",
+        round(first.t - submitted, 2),
+        band=(0, LAUNCH_S),
+        start=submitted,
+    )
+    experiment.measure("AUTOSCALE-01 launched", launched)
+    experiment.measure("AUTOSCALE-01 ran on", [o["value"] for o in ran])
+    assert set(launched.values()) == {"tagged"}, f"only tagged nodes fit: {launched}"
+    for outcome in ran:
+        assert outcome["error"] is None, f"a task failed: {outcome}"
+        assert outcome["value"]["node"] in launched, f"ran off the launched nodes: {outcome}"
+        assert outcome["value"]["node_type"] == "tagged", outcome
+    assert not refusals(cluster), f"the autoscaler asked beyond the caps: {refusals(cluster)}"
+
+
+@pytest.mark.claim("AUTOSCALE-02")
+@pytest.mark.cluster(
+    **topology(
+        {"name": "a", "num_cpus": 1, "resources": {"a": 1}, "max_workers": 1},
+        {"name": "b", "num_cpus": 1, "resources": {"b": 1}, "max_workers": 2},
+        max_workers=2,
+    )
+)
+def test_caps_are_never_exceeded_and_the_rest_stays_pending(experiment: Experiment) -> None:
+    """Demand for three ``a`` nodes (``max_workers=1``) and three ``b`` nodes (``max_workers``
+    2, but the cluster's is 2): the provider never wants more than either cap, the harness
+    refuses nothing, ``ray status`` shows the rest as pending demand, and every task runs."""
+    cluster = experiment.cluster
+    run = cluster.run(
+        "workloads.autoscale:demand",
+        groups=[
+            {"count": 3, "num_cpus": 1, "resources": {"a": 1}},
+            {"count": 3, "num_cpus": 1, "resources": {"b": 1}},
+        ],
+        hold_s=6,
+        pending="pending tasks/actors",
+        timeout_s=240,
+    )
+    run.result(timeout=400)
+    over_time = workers_over_time(experiment)
+    experiment.measure("AUTOSCALE-02 workers over time (s, by type)", over_time)
+    pending = run.events("pending_demands")[-1]
+    experiment.measure("AUTOSCALE-02 pending demands", pending.get("lines"))
+    assert launches(cluster), "the demand launched nothing: no cap was put to the test"
+    for at, counts in over_time:
+        assert counts.get("a", 0) <= 1, f"{at} s: type a over its max_workers 1: {counts}"
+        assert sum(counts.values()) <= 2, f"{at} s: over the cluster's max_workers 2: {counts}"
+    peak = max(sum(c.values()) for _, c in over_time)
+    assert peak == 2, f"the demand should fill the cluster's cap (2 workers): peak {peak}"
+    assert not refusals(cluster), f"the autoscaler asked beyond the caps: {refusals(cluster)}"
+    assert pending.get("lines"), f"ray status showed no pending demand: {pending.get('status')}"
+    for outcome in outcomes(run):
+        assert outcome["error"] is None, f"a task failed: {outcome}"
+
+
+@pytest.mark.claim("AUTOSCALE-03")
+@pytest.mark.cluster(**topology({"name": "plain", "num_cpus": 1, "max_workers": 2}, max_workers=2))
+def test_infeasible_demand_launches_nothing_and_is_reported(experiment: Experiment) -> None:
+    """A task wanting 8 CPUs (every type has 1) next to a 1-CPU task: the autoscaler launches
+    one node, for the 1-CPU task, and none for the other, which stays pending and is
+    reported in ``ray status`` and in the autoscaler's log as no node type can fit it."""
+    cluster = experiment.cluster
+    watch_s = 10 * ROUND_S
+    run = cluster.run("workloads.autoscale:infeasible", num_cpus=8, watch_s=watch_s, timeout_s=120)
+    run.result(timeout=300)
+    ran = run.events("feasible_ran")[-1].get("outcome", {})
+    watched = run.events("infeasible_watched")[-1]
+    log = sh(
+        cluster,
+        cluster.head.name,
+        "grep -h 'could not find a node type to satisfy' /tmp/ray/session_latest/logs/monitor.log"
+        " | tail -n 3 || true",
+        timeout=15,
+    )
+    launched = [e.get("node_type") for e in launches(cluster)]
+    experiment.measure("AUTOSCALE-03 launched", launched)
+    experiment.measure("AUTOSCALE-03 pending demands", watched.get("lines"))
+    experiment.measure("AUTOSCALE-03 watched (s)", watched.get("watched_s"))
+    experiment.measure("AUTOSCALE-03 autoscaler log", log.strip().splitlines()[-1:])
+    assert ran.get("error") is None, f"the feasible task must run (the autoscaler works): {ran}"
+    assert launched == ["plain"], f"exactly one node, for the 1-CPU task: {launched}"
+    assert watched.get("pending"), "the 8-CPU task must still be pending"
+    assert any("'CPU': 8.0" in line for line in watched.get("lines") or []), watched.get("status")
+    assert "{'CPU': 8.0}" in log, f"the autoscaler's log names no infeasible request: {log!r}"
+
+
+@pytest.mark.claim("AUTOSCALE-04")
+@pytest.mark.cluster(**topology({"name": "plain", "num_cpus": 1, "max_workers": 1}, max_workers=1))
+def test_an_idle_worker_is_removed_after_the_idle_timeout(experiment: Experiment) -> None:
+    """One short task launches a node; once it is done the node is idle, and the autoscaler
+    removes it no sooner than ``idle_timeout_minutes`` and within a few rounds after; the GCS
+    records it DEAD as terminated by the autoscaler."""
+    cluster = experiment.cluster
+    run = cluster.run(
+        "workloads.autoscale:demand",
+        groups=[{"count": 1, "num_cpus": 1}],
+        hold_s=1,
+        timeout_s=LAUNCH_S + JOIN_S + 60,
+    )
+    run.result(timeout=LAUNCH_S + JOIN_S + 120)
+    (ran,) = outcomes(run)
+    assert ran["error"] is None, ran
+    node = ran["value"]["node"]
+    ended = ran["value"]["end"]
+    bound = IDLE_S + 5 * ROUND_S + 10
+    wait_until(lambda: _removed(cluster, node), bound + 30, f"{node} removed as idle")
+    removed = next(e for e in removals(cluster) if e.get("node") == node)
+    idle_for = removed.t - ended
+    experiment.measure(
+        "AUTOSCALE-04 task end to removal (s)",
+        round(idle_for, 2),
+        band=(IDLE_S, bound),
+        start=ended,
+    )
+    assert IDLE_S <= idle_for <= bound, (
+        f"removed {idle_for:.1f} s after its last task; expected within [{IDLE_S:.0f}, "
+        f"{bound:.0f}] s (idle_timeout_minutes={IDLE_MINUTES}, a round every {ROUND_S:.0f} s)"
+    )
+    node_id = removed.get("node_id")
+    state: dict[str, Any] = {}
+
+    def dead() -> None:
+        state.update(experiment.observer.latest_nodes().get(node_id, {}))
+        if state.get("state") != "DEAD":
+            raise CheckFailed(f"{node} is {state.get('state')}")
+
+    wait_until(dead, 30, f"{node} DEAD in the State API")
+    experiment.measure("AUTOSCALE-04 death message", state.get("state_message"))
+    assert "autoscaler" in str(state.get("state_message")), state
+
+
+@pytest.mark.claim("AUTOSCALE-05")
+@pytest.mark.cluster(
+    **topology({"name": "plain", "num_cpus": 1, "min_workers": 1, "max_workers": 2}, max_workers=2)
+)
+def test_a_killed_worker_below_min_workers_is_replaced(experiment: Experiment) -> None:
+    """``min_workers=1``: the autoscaler launches one node with no demand; after that node's
+    host is killed, it launches another of the same type (a new Ray node id), which joins."""
+    cluster = experiment.cluster
+    wait_until(lambda: _launched(cluster, 1), LAUNCH_S + JOIN_S, "the min_workers node launched")
+    first = launches(cluster)[0]
+    wait_until(lambda: _alive(experiment, first.get("node_id")), JOIN_S, "it joined")
+    kill = experiment.nemesis.kill_node(str(first.get("node")))
+    bound = CLEANUP_S + LAUNCH_S
+    wait_until(lambda: _launched(cluster, 2), bound + 30, "a replacement launched")
+    second = launches(cluster)[1]
+    wait_until(lambda: _alive(experiment, second.get("node_id")), JOIN_S, "the replacement joined")
+    experiment.measure(
+        "AUTOSCALE-05 kill to replacement launch (s)",
+        round(second.t - kill.injected_at, 2),
+        band=(0, bound),
+        start=kill.injected_at,
+    )
+    assert second.get("node_type") == "plain"
+    assert second.get("node_id") != first.get("node_id")
+    assert second.t - kill.injected_at <= bound, (
+        f"replaced {second.t - kill.injected_at:.1f} s after the kill; expected within the "
+        f"provider's cleanup interval ({CLEANUP_S} s) and {LAUNCH_S:.0f} s of rounds"
+    )
+    assert len([e for e in launches(cluster)]) == 2, "one replacement, no more"
+
+
+@pytest.mark.claim("AUTOSCALE-06")
+@pytest.mark.cluster(**topology({"name": "plain", "num_cpus": 1, "max_workers": 2}, max_workers=2))
+def test_request_resources_scales_up_and_holds_nodes_until_released(
+    experiment: Experiment,
+) -> None:
+    """``request_resources(num_cpus=2)`` with no work: two nodes launch at once and stay past
+    the idle timeout; after ``request_resources(num_cpus=0)`` both are removed as idle."""
+    cluster = experiment.cluster
+    cluster.run("workloads.autoscale:request", num_cpus=2).result(timeout=120)
+    asked = cluster.history.events("requested")[-1].t
+    took = wait_until(lambda: _launched(cluster, 2), LAUNCH_S, "two nodes launched")
+    experiment.measure("AUTOSCALE-06 request to 2 launches (s)", round(took, 2))
+    hold = IDLE_S + 5 * ROUND_S
+    holds_for(lambda: _none_removed(cluster), hold, "no node removed while requested")
+    cluster.run("workloads.autoscale:request", num_cpus=0).result(timeout=120)
+    released = cluster.history.events("requested")[-1].t
+    bound = IDLE_S + 5 * ROUND_S + 10
+    wait_until(lambda: _removed_count(cluster, 2), bound + 30, "both removed once released")
+    last = removals(cluster)[-1].t
+    experiment.measure(
+        "AUTOSCALE-06 release to last removal (s)",
+        round(last - released, 2),
+        band=(0, bound),
+        start=released,
+    )
+    experiment.measure("AUTOSCALE-06 held (s)", round(released - asked, 2))
+    assert last - released <= bound
+
+
+@pytest.mark.claim("AUTOSCALE-07")
+@pytest.mark.cluster(**topology({"name": "plain", "num_cpus": 1, "max_workers": 2}, max_workers=2))
+def test_a_pending_placement_group_is_placed_once_nodes_are_added(
+    experiment: Experiment,
+) -> None:
+    """A STRICT_SPREAD group of two 1-CPU bundles on a cluster with no worker: pending (and
+    listed as a pending placement group), then placed on two launched nodes."""
+    cluster = experiment.cluster
+    run = cluster.run(
+        "workloads.autoscale:placement_group",
+        bundles=[{"CPU": 1}, {"CPU": 1}],
+        strategy="STRICT_SPREAD",
+        timeout_s=LAUNCH_S + JOIN_S + 60,
+    )
+    run.result(timeout=LAUNCH_S + JOIN_S + 180)
+    created = run.events("pg_created")[-1]
+    ready = run.events("pg_ready")[-1]
+    launched = {e.get("node_id"): e.get("node") for e in launches(cluster)}
+    placed = ready.get("bundles_to_node_id") or {}
+    experiment.measure("AUTOSCALE-07 pending to ready (s)", ready.get("s"))
+    experiment.measure("AUTOSCALE-07 pending demand lines", ready.get("pending_lines"))
+    experiment.measure(
+        "AUTOSCALE-07 bundles on", {k: launched.get(v, v) for k, v in placed.items()}
+    )
+    assert created.get("state") == "PENDING", created.fields
+    assert ready.get("ready"), f"the group was not placed: {ready.fields}"
+    assert len(launched) == 2, f"two nodes for two spread bundles: {launched}"
+    assert set(placed.values()) == set(launched), f"bundles off the launched nodes: {placed}"
+
+
+# -- helpers ------------------------------------------------------------------------------
+def _launched(cluster: Any, count: int) -> None:
+    if len(launches(cluster)) < count:
+        raise CheckFailed(f"{len(launches(cluster))} launched")
+
+
+def _removed(cluster: Any, node: str) -> None:
+    if not any(e.get("node") == node for e in removals(cluster)):
+        raise CheckFailed(f"{node} not removed")
+
+
+def _removed_count(cluster: Any, count: int) -> None:
+    if len(removals(cluster)) < count:
+        raise CheckFailed(f"{len(removals(cluster))} removed")
+
+
+def _none_removed(cluster: Any) -> None:
+    if removals(cluster):
+        raise CheckFailed(f"removed: {[e.get('node') for e in removals(cluster)]}")
+
+
+def _alive(experiment: Experiment, node_id: Any) -> None:
+    state = experiment.observer.latest_nodes().get(str(node_id), {}).get("state")
+    if state != "ALIVE":
+        raise CheckFailed(f"{node_id} is {state}")

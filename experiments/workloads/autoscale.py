@@ -1,0 +1,113 @@
+"""Autoscaling workloads (AUTOSCALE-*): demand for Ray's autoscaler, and where it ran.
+
+Each task reports the node that ran it by the harness's name (``RAYCHAOS_NODE``, in every
+process of a node) and by its node type (``RAY_NODE_TYPE_NAME``, which the harness gives each
+launched node as the provider's spec asks): the experiment matches them against what the
+harness launched, not against what Ray says about itself.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+import ray
+from raychaos_agent import emit
+
+from workloads.scheduling import awaited_demands, ray_status
+from workloads.tasks import connect, outcome_of
+
+
+@ray.remote
+def hold(seconds: float) -> dict[str, Any]:
+    started = time.time()
+    time.sleep(seconds)
+    return {
+        "node": os.environ.get("RAYCHAOS_NODE", ""),
+        "node_type": os.environ.get("RAY_NODE_TYPE_NAME", ""),
+        "start": started,
+        "end": time.time(),
+    }
+
+
+def demand(
+    groups: list[dict[str, Any]],
+    hold_s: float,
+    timeout_s: float,
+    pending: str = "",
+) -> dict[str, Any]:
+    """Submit ``count`` tasks per group (``num_cpus``, ``resources``), each holding its slot for
+    ``hold_s``; with ``pending``, wait (bounded) until ``ray status`` lists a demand containing
+    it; then every task's outcome."""
+    connect()
+    refs = []
+    for group in groups:
+        options = {"num_cpus": group.get("num_cpus", 1), "resources": group.get("resources", {})}
+        refs += [hold.options(**options).remote(hold_s) for _ in range(group["count"])]
+    emit("submitted", tasks=len(refs))
+    if pending:
+        lines, status = awaited_demands(pending, timeout=timeout_s)
+        emit("pending_demands", lines=lines, status=status)
+    outcomes = [outcome_of(ref, timeout_s) for ref in refs]
+    emit("ran", outcomes=outcomes)
+    return {"outcomes": outcomes}
+
+
+def infeasible(num_cpus: float, watch_s: float, timeout_s: float) -> dict[str, Any]:
+    """A task no node type can hold (``num_cpus``) next to one a type can: the second runs;
+    the first is still pending ``watch_s`` later and ``ray status`` lists it; then cancelled."""
+    connect()
+    huge = hold.options(num_cpus=num_cpus).remote(0)
+    emit("submitted", tasks=2)
+    small = outcome_of(hold.options(num_cpus=1).remote(0), timeout_s)
+    emit("feasible_ran", outcome=small)
+    lines, status = awaited_demands(f"'CPU': {float(num_cpus)}", timeout=timeout_s)
+    started = time.time()
+    ready, _ = ray.wait([huge], timeout=watch_s)
+    still = not ready
+    emit(
+        "infeasible_watched",
+        pending=still,
+        watched_s=round(time.time() - started, 2),
+        lines=lines,
+        status=status,
+        status_after=ray_status(),
+    )
+    ray.cancel(huge, force=True)
+    return {"feasible": small, "pending": still}
+
+
+def request(num_cpus: int) -> dict[str, Any]:
+    """``ray.autoscaler.sdk.request_resources(num_cpus=…)``: persistent until the next call."""
+    from ray.autoscaler.sdk import request_resources
+
+    connect()
+    request_resources(num_cpus=num_cpus)
+    emit("requested", num_cpus=num_cpus)
+    return {"requested": num_cpus}
+
+
+def placement_group(bundles: list[dict[str, float]], strategy: str, timeout_s: float) -> Any:
+    """A placement group no node of the cluster can hold yet: its state while pending, how
+    long until it is ready, and where its bundles went."""
+    from ray.util.placement_group import placement_group as create
+    from ray.util.placement_group import placement_group_table, remove_placement_group
+
+    connect()
+    group = create(bundles, strategy=strategy)
+    started = time.time()
+    emit("pg_created", state=placement_group_table(group).get("state"))
+    lines, _ = awaited_demands("pending placement group", timeout=timeout_s)
+    ready, _ = ray.wait([group.ready()], timeout=timeout_s)
+    table = placement_group_table(group)
+    emit(
+        "pg_ready",
+        ready=bool(ready),
+        s=round(time.time() - started, 2),
+        state=table.get("state"),
+        bundles_to_node_id=table.get("bundles_to_node_id"),
+        pending_lines=lines,
+    )
+    remove_placement_group(group)
+    return {"ready": bool(ready)}
