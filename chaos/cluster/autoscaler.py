@@ -139,7 +139,8 @@ class AutoscalerBridge:
             )
             return
         kind = self.settings.node_type(node_type)
-        assert kind is not None  # refusal() checked it
+        if kind is None:  # refusal() refuses an unknown type: a bug if reached
+            raise ChaosError(f"launching unknown node type {node_type!r}")
         self._sequence += 1
         spec = NodeSpec(
             name=f"{kind.name}-{self._sequence}",

@@ -17,13 +17,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from chaos.backends import default_backend
-from chaos.cluster import boot, readiness
+from chaos.cluster import boot, diagnostics, readiness
 from chaos.cluster.autoscaler import AutoscalerBridge
 from chaos.cluster.boot_slots import default_slots
 from chaos.cluster.node import Node
 from chaos.errors import ChaosError, DockerOperationError, WorkloadError
 from chaos.history import History, Kind, Source
-from chaos.spec.plan import RAY_LOGS, ClusterPlan, plan_group
+from chaos.spec.plan import ClusterPlan, plan_group
 from chaos.spec.topology import ClusterSpec, NodeSpec, group_names
 from chaos.workload.run import WorkloadRun
 
@@ -328,26 +328,11 @@ class Cluster:
     # -- diagnostics -----------------------------------------------------------------------
     def ray_status(self, timeout: float = 30) -> str:
         """``ray status`` as the head sees it (or why it could not be had)."""
-        try:
-            return self.exec(self.head.name, ["ray", "status"], timeout=timeout).output
-        except Exception as exc:  # noqa: BLE001 - diagnostics must not raise
-            return f"(ray status unavailable: {exc})"
+        return diagnostics.ray_status(self, timeout)
 
     def logs(self, node: str, tail: int = 40) -> str:
         """The host's own log (``ray start`` output) plus the tails of Ray's session logs."""
-        target = self.node(node)
-        parts: list[str] = []
-        try:
-            parts.append(self.backend.logs(node, tail=tail))
-        except Exception as exc:  # noqa: BLE001 - diagnostics must not raise
-            parts.append(f"(host log unavailable: {exc})")
-        if target.role != "redis":
-            script = f"tail -n {tail} {RAY_LOGS}/raylet.out {RAY_LOGS}/gcs_server.out 2>/dev/null"
-            try:
-                parts.append(self.exec(node, ["sh", "-c", script], timeout=15).output)
-            except Exception as exc:  # noqa: BLE001 - diagnostics must not raise
-                parts.append(f"(Ray logs unavailable: {exc})")
-        return "\n".join(parts)
+        return diagnostics.logs(self, node, tail)
 
     def _image_for(self, node: NodeSpec) -> tuple[str, str]:
         return boot.image_for(self.spec, self.backend, node)

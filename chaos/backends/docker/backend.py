@@ -185,14 +185,11 @@ class DockerBackend:
             self.containers[node.name] = container
             if node.ship_lib:
                 container.put_archive("/", self._lib_archive())
-            if node.secret_files:
-                uid, gid = ids_of(container, node.user)
-                if not container.put_archive("/", secrets_archive(node.secret_files, uid, gid)):
-                    raise DockerOperationError(f"putting secret files into {full_name} refused")
-            if node.files:
-                uid, gid = ids_of(container, node.user)
-                if not container.put_archive("/", secrets_archive(node.files, uid, gid, 0o644)):
-                    raise DockerOperationError(f"putting files into {full_name} refused")
+            for files, mode in ((node.secret_files, 0o400), (node.files, 0o644)):
+                if files:
+                    uid, gid = ids_of(container, node.user)
+                    if not container.put_archive("/", secrets_archive(files, uid, gid, mode)):
+                        raise DockerOperationError(f"putting files into {full_name} refused")
             container.start()
 
     def teardown(self) -> list[str]:
@@ -207,17 +204,12 @@ class DockerBackend:
         return failures
 
     def remove_node(self, node: str) -> None:
-        import docker.errors
+        from chaos.backends.docker.sweep import remove_parallel
 
         container = self.containers.pop(node, None)
-        if container is None:
-            return
-
-        def remove() -> None:
-            with contextlib.suppress(docker.errors.NotFound):  # already gone is fine
-                container.remove(force=True)
-
-        call(f"remove {container.name}", remove)
+        failures = remove_parallel("container", [container] if container else [])[1]
+        if failures:
+            raise DockerOperationError("; ".join(failures))
 
     def describe(self, node: str) -> str:
         return str(self._container(node).name)
