@@ -338,3 +338,51 @@ def _alive(experiment: Experiment, node_id: Any) -> None:
     state = experiment.observer.latest_nodes().get(str(node_id), {}).get("state")
     if state != "ALIVE":
         raise CheckFailed(f"{node_id} is {state}")
+
+
+@pytest.mark.claim("AUTOSCALE-08")
+@pytest.mark.cluster(
+    **topology(
+        {"name": "plain", "num_cpus": 1, "max_workers": 1},
+        {
+            "name": "broken",
+            "num_cpus": 1,
+            "resources": {"broken": 1},
+            "max_workers": 1,
+            "extra_args": ["--no-such-flag"],
+        },
+        max_workers=2,
+    )
+)
+def test_a_node_type_that_fails_to_start_is_reported_and_blocks_no_other(
+    experiment: Experiment,
+) -> None:
+    """A type whose nodes' ``ray start`` fails (an unknown flag) and a plain type, one task
+    each: the plain task runs on a plain node; the broken node is listed in ``ray status``
+    (Pending, by address and type, never Active) for as long as it is watched."""
+    cluster = experiment.cluster
+    watch_s = 30.0
+    run = cluster.run(
+        "workloads.autoscale:broken_type",
+        broken={"broken": 1},
+        watch_s=watch_s,
+        timeout_s=LAUNCH_S + JOIN_S + 60,
+    )
+    run.result(timeout=LAUNCH_S + JOIN_S + watch_s + 180)
+    plain = run.events("plain_ran")[-1].get("outcome", {})
+    listed = run.events("listed")[-1]
+    watched = run.events("watched")[-1]
+    broken = [e for e in launches(cluster) if e.get("node_type") == "broken"]
+    experiment.measure("AUTOSCALE-08 pending", listed.get("pending"))
+    experiment.measure("AUTOSCALE-08 recent failures", listed.get("failures"))
+    experiment.measure(f"AUTOSCALE-08 after {watch_s:.0f} s", watched.get("pending"))
+    assert broken, "no broken node was launched: the fault never happened"
+    start_log = sh(cluster, str(broken[0].get("node")), "cat /raychaos/state/ray-start.rc")
+    assert start_log.strip() != "0", "the broken node's ray start must fail"
+    assert plain.get("error") is None, f"the plain task must run: {plain}"
+    assert plain["value"]["node_type"] == "plain", plain
+    ip = cluster.node(str(broken[0].get("node"))).ip
+    expected = f"{ip}: broken, uninitialized"
+    assert expected in (listed.get("pending") or []), listed.get("status")
+    assert expected in (watched.get("pending") or []), watched.get("status")
+    assert watched.get("stuck"), "the broken type's task must still wait"

@@ -111,3 +111,49 @@ def placement_group(bundles: list[dict[str, float]], strategy: str, timeout_s: f
     )
     remove_placement_group(group)
     return {"ready": bool(ready)}
+
+
+def _section(status: str, title: str) -> list[str]:
+    """The lines under ``title`` in ``ray status`` (up to the next unindented line)."""
+    out: list[str] = []
+    grab = False
+    for line in status.splitlines():
+        if line.strip() == title:
+            grab = True
+        elif grab and line.startswith(" "):
+            out.append(line.strip())
+        elif grab:
+            break
+    return out
+
+
+def broken_type(broken: dict[str, float], watch_s: float, timeout_s: float) -> dict[str, Any]:
+    """A task for a node type whose nodes never start Ray (``broken``: its resources) and a
+    plain 1-CPU task: the plain one's outcome, then ``ray status``'s Pending and Recent
+    failures sections once the broken node is listed, and again ``watch_s`` later."""
+    from raychaos_agent import until
+
+    connect()
+    stuck = hold.options(num_cpus=1, resources=broken).remote(0)
+    emit("submitted", tasks=2)
+    plain = outcome_of(hold.options(num_cpus=1).remote(0), timeout_s)
+    emit("plain_ran", outcome=plain)
+    status = until(ray_status, lambda s: bool(_section(s, "Pending:")), timeout_s, period=1.0)
+    first = {
+        "pending": _section(status, "Pending:"),
+        "failures": _section(status, "Recent failures:"),
+    }
+    emit("listed", **first, status=status)
+    # Watched for a change: the broken node leaving Pending (failed, or joined) ends it early.
+    later = until(
+        ray_status, lambda s: _section(s, "Pending:") != first["pending"], watch_s, period=2.0
+    )
+    emit(
+        "watched",
+        pending=_section(later, "Pending:"),
+        failures=_section(later, "Recent failures:"),
+        stuck=not ray.wait([stuck], timeout=0)[0],
+        status=later,
+    )
+    ray.cancel(stuck, force=True)
+    return {"plain": plain}
