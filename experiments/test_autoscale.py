@@ -13,6 +13,7 @@ and ``idle_timeout_minutes=0.1`` (Ray: 5; its fake-cluster tests use 0.05-0.1). 
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from typing import Any
 
@@ -22,6 +23,7 @@ from chaos.cluster.autoscaler import launches, refusals, removals, wishes
 from chaos.errors import CheckFailed
 from chaos.experiment import Experiment
 from chaos.nemesis.base import sh
+from chaos.nemesis.process import monitor_pids
 from chaos.waits import holds_for, wait_until
 
 #: ``AUTOSCALER_UPDATE_INTERVAL_S``: one autoscaler round.
@@ -234,7 +236,7 @@ def test_a_killed_worker_below_min_workers_is_replaced(experiment: Experiment) -
     wait_until(lambda: _launched(cluster, 1), LAUNCH_S + JOIN_S, "the min_workers node launched")
     first = launches(cluster)[0]
     wait_until(lambda: _alive(experiment, first.get("node_id")), JOIN_S, "it joined")
-    kill = experiment.nemesis.kill_node(str(first.get("node")))
+    kill = experiment.nemesis.kill_node(experiment.nemesis.autoscaled("plain"))
     bound = CLEANUP_S + LAUNCH_S
     wait_until(lambda: _launched(cluster, 2), bound + 30, "a replacement launched")
     second = launches(cluster)[1]
@@ -313,6 +315,51 @@ def test_a_pending_placement_group_is_placed_once_nodes_are_added(
     assert set(placed.values()) == set(launched), f"bundles off the launched nodes: {placed}"
 
 
+@pytest.mark.claim("AUTOSCALE-09")
+@pytest.mark.cluster(
+    **topology({"name": "plain", "num_cpus": 1, "min_workers": 1, "max_workers": 2}, max_workers=2)
+)
+def test_a_killed_autoscaler_is_not_restarted_and_its_nodes_work_on(
+    experiment: Experiment,
+) -> None:
+    """The head's autoscaler is SIGKILLed once its ``min_workers`` node has joined; then three
+    10 s tasks: they run, one after another, on that node; no node is launched for the
+    demand, the monitor is not back, and ``ray status`` still shows the report from before."""
+    cluster = experiment.cluster
+    wait_until(lambda: _launched(cluster, 1), LAUNCH_S + JOIN_S, "the min_workers node launched")
+    first = launches(cluster)[0]
+    wait_until(lambda: _alive(experiment, first.get("node_id")), JOIN_S, "it joined")
+    kill = experiment.nemesis.kill_autoscaler()
+    run = cluster.run(
+        "workloads.autoscale:demand",
+        groups=[{"count": 3, "num_cpus": 1}],
+        hold_s=10,
+        timeout_s=120,
+    )
+    run.result(timeout=240)
+    watched = max(e.t for e in run.events("ran")) - kill.injected_at
+    status = cluster.ray_status()
+    reported = _report_time(status)
+    monitors = monitor_pids(cluster, cluster.head.name)
+    ran = [o["value"]["node"] for o in outcomes(run) if o["error"] is None]
+    experiment.measure("AUTOSCALE-09 watched after the kill (s)", round(watched, 1))
+    experiment.measure("AUTOSCALE-09 ran on", ran)
+    experiment.measure("AUTOSCALE-09 launches after the kill", len(launches(cluster)) - 1)
+    experiment.measure(
+        "AUTOSCALE-09 last report, s before the kill", round(kill.injected_at - reported, 1)
+    )
+    assert ran == [first.get("node")] * 3, f"every task on the node already there: {ran}"
+    # The proof that demand waited: the last task started only once two others had run.
+    starts = sorted(o["value"]["start"] for o in outcomes(run))
+    experiment.measure("AUTOSCALE-09 demand pending (s)", round(starts[-1] - starts[0], 1))
+    assert starts[-1] - starts[0] >= 18, f"the tasks did not queue for the one node: {starts}"
+    assert len(launches(cluster)) == 1, f"launched after the kill: {launches(cluster)[1:]}"
+    assert monitors == [], f"an autoscaler runs again on the head: PIDs {monitors}"
+    assert reported <= kill.injected_at, (
+        f"ray status shows a report from after the kill: {status[:200]}"
+    )
+
+
 # -- helpers ------------------------------------------------------------------------------
 def _launched(cluster: Any, count: int) -> None:
     if len(launches(cluster)) < count:
@@ -332,6 +379,17 @@ def _removed_count(cluster: Any, count: int) -> None:
 def _none_removed(cluster: Any) -> None:
     if removals(cluster):
         raise CheckFailed(f"removed: {[e.get('node') for e in removals(cluster)]}")
+
+
+def _report_time(status: str) -> float:
+    """When the report ``ray status`` shows was written (its header), as a UNIX time."""
+    import datetime
+
+    match = re.search(r"Autoscaler status: (\S+ \S+) =", status)
+    if not match:
+        raise CheckFailed(f"ray status shows no autoscaler report: {status[:300]}")
+    stamp = datetime.datetime.fromisoformat(match.group(1))  # the head's local time: UTC
+    return stamp.replace(tzinfo=datetime.UTC).timestamp()
 
 
 def _alive(experiment: Experiment, node_id: Any) -> None:

@@ -180,6 +180,10 @@ class AutoscalerBridge:
             return f"the cluster would exceed its max_workers {self.settings.max_workers}"
         return ""
 
+    def nodes(self, node_type: str) -> list[str]:
+        """Present nodes launched for ``node_type``, oldest first."""
+        return [n for n in self.launched.values() if n.rsplit("-", 1)[0] == node_type]
+
     def counts(self) -> Counter[str]:
         """Launched workers present now, by node type."""
         types = {k.name for k in self.settings.node_types}

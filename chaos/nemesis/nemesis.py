@@ -20,7 +20,7 @@ from chaos.nemesis.drain import PREEMPTED_MESSAGE, PREEMPTION, DrainNode, Preemp
 from chaos.nemesis.exhaustion import FillDisk, MemoryPressure
 from chaos.nemesis.host import KillNode, PauseNode, RestartNode, StopNode
 from chaos.nemesis.network import Degrade, Partition
-from chaos.nemesis.process import KillGcs, KillRaylet, KillWorker, pids
+from chaos.nemesis.process import KillAutoscaler, KillGcs, KillRaylet, KillWorker, pids
 from chaos.nemesis.rpc import RpcFailures
 from chaos.waits import wait_until
 
@@ -47,6 +47,12 @@ class Nemesis(Runner):
     def kill_gcs(self) -> KillGcs:
         """SIGKILL the GCS server on the head; the head's raylet keeps running."""
         return self.inject(KillGcs())
+
+    def kill_autoscaler(self) -> KillAutoscaler:
+        """SIGKILL the head's autoscaler process (an autoscaling cluster's monitor)."""
+        if self.cluster.spec.autoscaling is None:
+            raise ChaosError("kill_autoscaler needs a cluster with autoscaling")
+        return self.inject(KillAutoscaler())
 
     def kill_worker(self, node: str, pid: int) -> KillWorker:
         """SIGKILL one Ray worker process (the one running a task or actor) by its PID."""
@@ -151,6 +157,19 @@ class Nemesis(Runner):
 
     def node_with(self, *, resource: str | None = None, label: str | None = None) -> str:
         return targets.node_with(self.cluster, resource=resource, label=label)
+
+    def autoscaled(self, node_type: str) -> str:
+        """The oldest node the autoscaler launched of ``node_type`` that is still present."""
+        bridge = self.cluster.autoscaler
+        if bridge is None:
+            raise ChaosError("autoscaled() needs a cluster with autoscaling")
+        found = bridge.nodes(node_type)
+        if not found:
+            raise ChaosError(
+                f"no autoscaled {node_type} node is present",
+                hint=f"present: {', '.join(bridge.launched.values()) or 'none'}",
+            )
+        return found[0]
 
 
 @contextlib.contextmanager

@@ -109,3 +109,40 @@ class KillGcs(KillWorker):
     def prepare(self, cluster: Cluster) -> None:
         self.node = self.node or cluster.head.name
         self.pid = only_pid(cluster, self.node, "gcs_server")
+
+
+#: The autoscaler's process on the head: Ray's monitor script, v1 or v2.
+MONITOR_SCRIPTS = ("ray/autoscaler/_private/monitor.py", "ray/autoscaler/v2/monitor.py")
+
+
+def monitor_pids(cluster: Cluster, node: str) -> list[int]:
+    """PIDs of the autoscaler's monitor processes in ``node`` (by their script's path)."""
+    output = run(cluster, node, ["ps", "-eo", "pid=,stat=,args="], timeout=15)
+    found = []
+    for line in output.splitlines():
+        fields = line.split(None, 2)
+        if len(fields) == 3 and not fields[1].startswith("Z"):
+            # The interpreter's arguments: the script path is one of them (after -u).
+            if any(arg.endswith(MONITOR_SCRIPTS) for arg in fields[2].split()[1:]):
+                found.append(int(fields[0]))
+    return found
+
+
+@dataclass(eq=False)
+class KillAutoscaler(KillWorker):
+    """SIGKILL the head's autoscaler (Ray's monitor process); the rest of the head runs on."""
+
+    node: str = ""
+    pid: int = field(default=0, init=False)
+    kind = "kill_autoscaler"
+
+    @property
+    def target(self) -> str:
+        return f"{self.node}:monitor"
+
+    def prepare(self, cluster: Cluster) -> None:
+        self.node = self.node or cluster.head.name
+        found = monitor_pids(cluster, self.node)
+        if len(found) != 1:
+            raise FaultNotObserved(f"expected one autoscaler monitor in {self.node}: {found}")
+        self.pid = found[0]
