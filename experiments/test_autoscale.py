@@ -68,17 +68,28 @@ def outcomes(run: Any, event: str = "ran") -> list[dict[str, Any]]:
     return list(run.events(event)[-1].get("outcomes", []))
 
 
-@pytest.mark.claim("AUTOSCALE-01")
-@pytest.mark.cluster(
-    **topology(
-        {"name": "plain", "num_cpus": 1, "max_workers": 2},
-        {"name": "tagged", "num_cpus": 1, "resources": {"tagged": 1}, "max_workers": 2},
-        max_workers=3,
-    )
+TWO_TYPES = (
+    {"name": "plain", "num_cpus": 1, "max_workers": 2},
+    {"name": "tagged", "num_cpus": 1, "resources": {"tagged": 1}, "max_workers": 2},
 )
+
+
+@pytest.mark.claim("AUTOSCALE-01")
+@pytest.mark.cluster(**topology(*TWO_TYPES, max_workers=3))
 def test_pending_demand_launches_a_node_of_the_type_that_fits(experiment: Experiment) -> None:
     """Two tasks needing ``tagged`` on a cluster with no worker: the autoscaler launches
     ``tagged`` nodes (never ``plain``), and both tasks run on them."""
+    _demand_fits_its_type(experiment)
+
+
+@pytest.mark.claim("AUTOSCALE-01")
+@pytest.mark.cluster(**topology(*TWO_TYPES, max_workers=3, version="v2"))
+def test_pending_demand_launches_a_node_of_the_type_that_fits_v2(experiment: Experiment) -> None:
+    """AUTOSCALE-01 with autoscaler v2 (``RAY_enable_autoscaler_v2=1``)."""
+    _demand_fits_its_type(experiment)
+
+
+def _demand_fits_its_type(experiment: Experiment) -> None:
     cluster = experiment.cluster
     assert not launches(cluster), "the cluster must start with no worker"
     run = cluster.run(
@@ -180,12 +191,27 @@ def test_infeasible_demand_launches_nothing_and_is_reported(experiment: Experime
     assert "{'CPU': 8.0}" in log, f"the autoscaler's log names no infeasible request: {log!r}"
 
 
+ONE_PLAIN = {"name": "plain", "num_cpus": 1, "max_workers": 1}
+
+
 @pytest.mark.claim("AUTOSCALE-04")
-@pytest.mark.cluster(**topology({"name": "plain", "num_cpus": 1, "max_workers": 1}, max_workers=1))
+@pytest.mark.cluster(**topology(ONE_PLAIN, max_workers=1))
 def test_an_idle_worker_is_removed_after_the_idle_timeout(experiment: Experiment) -> None:
     """One short task launches a node; once it is done the node is idle, and the autoscaler
     removes it no sooner than ``idle_timeout_minutes`` and within a few rounds after; the GCS
     records it DEAD as terminated by the autoscaler."""
+    _idle_removal(experiment, "Terminated by autoscaler")
+
+
+@pytest.mark.claim("AUTOSCALE-04")
+@pytest.mark.cluster(**topology(ONE_PLAIN, max_workers=1, version="v2"))
+def test_an_idle_worker_is_removed_after_the_idle_timeout_v2(experiment: Experiment) -> None:
+    """AUTOSCALE-04 with autoscaler v2, which drains the node as idle first: its death
+    message says so."""
+    _idle_removal(experiment, "Terminated due to idle")
+
+
+def _idle_removal(experiment: Experiment, message: str) -> None:
     cluster = experiment.cluster
     run = cluster.run(
         "workloads.autoscale:demand",
@@ -222,7 +248,7 @@ def test_an_idle_worker_is_removed_after_the_idle_timeout(experiment: Experiment
 
     wait_until(dead, 30, f"{node} DEAD in the State API")
     experiment.measure("AUTOSCALE-04 death message", state.get("state_message"))
-    assert "autoscaler" in str(state.get("state_message")), state
+    assert message in str(state.get("state_message")), state
 
 
 @pytest.mark.claim("AUTOSCALE-05")
