@@ -449,6 +449,7 @@ def test_a_node_type_that_fails_to_start_is_reported_and_blocks_no_other(
     run = cluster.run(
         "workloads.autoscale:broken_type",
         broken={"broken": 1},
+        node_type="broken",
         watch_s=watch_s,
         timeout_s=LAUNCH_S + JOIN_S + 60,
     )

@@ -127,27 +127,32 @@ def _section(status: str, title: str) -> list[str]:
     return out
 
 
-def broken_type(broken: dict[str, float], watch_s: float, timeout_s: float) -> dict[str, Any]:
-    """A task for a node type whose nodes never start Ray (``broken``: its resources) and a
-    plain 1-CPU task: the plain one's outcome, then ``ray status``'s Pending and Recent
-    failures sections once the broken node is listed, and again ``watch_s`` later."""
+def broken_type(
+    broken: dict[str, float], node_type: str, watch_s: float, timeout_s: float
+) -> dict[str, Any]:
+    """A task for ``node_type``, whose nodes never start Ray (``broken``: its resources), and
+    a plain 1-CPU task: the plain one's outcome, then ``ray status``'s Pending and Recent
+    failures sections once the broken node is listed, and again after ``watch_s`` (earlier if
+    the listing changes)."""
     from raychaos_agent import until
+
+    def listed(status: str) -> bool:
+        return any(f": {node_type}," in line for line in _section(status, "Pending:"))
 
     connect()
     stuck = hold.options(num_cpus=1, resources=broken).remote(0)
     emit("submitted", tasks=2)
     plain = outcome_of(hold.options(num_cpus=1).remote(0), timeout_s)
     emit("plain_ran", outcome=plain)
-    status = until(ray_status, lambda s: bool(_section(s, "Pending:")), timeout_s, period=1.0)
+    # The report lags the cluster (one autoscaler round, then the GCS): polled until it lists.
+    status = until(ray_status, listed, timeout_s, period=1.0)
     first = {
         "pending": _section(status, "Pending:"),
         "failures": _section(status, "Recent failures:"),
     }
     emit("listed", **first, status=status)
     # Watched for a change: the broken node leaving Pending (failed, or joined) ends it early.
-    later = until(
-        ray_status, lambda s: _section(s, "Pending:") != first["pending"], watch_s, period=2.0
-    )
+    later = until(ray_status, lambda s: not listed(s), watch_s, period=2.0)
     emit(
         "watched",
         pending=_section(later, "Pending:"),
