@@ -3,8 +3,8 @@
 #   1. the harness's own tests (unit, plugin, integration on real Docker, and the spread over a
 #      second dockerd started and stopped by tests/integration/test_engines.py);
 #   2. the experiment suite on the default Ray release, into reports/allure-results;
-#   3. a shorter pass on the previous release (node-level claims and the preempted spot node),
-#      into reports/allure-previous;
+#   3. a shorter pass on the previous release (node-level claims, the preempted spot node, an
+#      autoscaler scaling up and down, v1 and v2), into reports/allure-previous;
 #   4. a comparison of the two (exit 1 on a regression: passed there, failed or broken here);
 #   5. claim coverage of the default release (every claim verified or a recorded finding).
 set -euo pipefail
@@ -16,7 +16,8 @@ pytest tests/ -n 2
 # raylets past the experiments' 1 s × 3 health checks (the driver node marked DEAD mid-NODE-01).
 pytest experiments/ -n 3 --alluredir reports/allure-results
 pytest experiments/ -n 3 --raychaos-ray-version "$previous" \
-  --raychaos-claims 'TASK-*,OBJ-*,ACTOR-*,NODE-*,CHURN-03' --alluredir reports/allure-previous
+  --raychaos-claims 'TASK-*,OBJ-*,ACTOR-*,NODE-*,CHURN-03,AUTOSCALE-01,AUTOSCALE-04' \
+  --alluredir reports/allure-previous
 raychaos compare reports/allure-previous reports/allure-results -o reports/compare.html
 raychaos coverage reports/allure-results
 raychaos report reports/allure-results -o reports/summary.html
