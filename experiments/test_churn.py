@@ -33,6 +33,8 @@ PROBE_S = 15.0
 #: CHURN_S, one at a time, each node out for HOLD_S before its replacement starts (Ray's
 #: nightly runs the same killer for an hour). The seed alone replays a night's schedule.
 CHURN_S = 100.0
+#: The same schedule for ten minutes, behind the ``long_run`` marker (not in CI).
+LONG_CHURN_S = 600.0
 STRIKE_EVERY_S = 25.0
 HOLD_S = (8.0, 12.0)
 KINDS = ("kill_node", "kill_raylet", "kill_worker", "preempt")
@@ -97,6 +99,10 @@ def test_a_preempted_spot_node(experiment: Experiment, end: str) -> None:
     assert control == {"soft": victim_id, "hard": victim_id}, (
         f"set-up: before the drain, 0-CPU probes pinned to {victim} run there: {control}"
     )
+    group = placed.get("group") or {}
+    assert group.get("ready") and group.get("node_id") == victim_id, (
+        f"set-up: before the drain, a group only {victim} may hold is placed there: {group}"
+    )
 
     # CHURN-03: busy, so an idle termination is refused; a preemption is not.
     idle = request_drain(
@@ -118,6 +124,10 @@ def test_a_preempted_spot_node(experiment: Experiment, end: str) -> None:
     )
     assert hard["error"] == "TaskUnschedulableError", (
         f"a hard affinity to a draining node fails with TaskUnschedulableError: {hard}"
+    )
+    group = during.get("group") or {}
+    assert not group.get("ready") and group.get("state") == "PENDING", (
+        f"a placement-group bundle only the draining node may hold is not placed: {group}"
     )
     # The probes ran while the node was alive and draining (the kill comes after them).
     assert (during.get("victim") or {}).get("Alive") is True, during.fields
@@ -197,22 +207,31 @@ def _per_second(
     head={"num_cpus": 0},
     workers=[{"name": "worker", "count": 3, "num_cpus": 2}],
 )
-def test_steady_work_under_a_seeded_killer(experiment: Experiment, raychaos_seed: int) -> None:
+@pytest.mark.parametrize(
+    "churn_s",
+    [
+        pytest.param(CHURN_S, id="100s"),
+        pytest.param(LONG_CHURN_S, id="10min", marks=pytest.mark.long_run),
+    ],
+)
+def test_steady_work_under_a_seeded_killer(
+    experiment: Experiment, raychaos_seed: int, churn_s: float
+) -> None:
     """Ray's nightly chaos test in small: a seeded schedule of node, raylet, worker-process
     and preemption strikes over nested retried tasks and restartable actors with numbered
     calls; every task's value and every call's number come back, none lost, and throughput
-    is measured before, during and after."""
+    is measured before, during and after. ``10min`` runs only with ``-m long_run``."""
     cluster = experiment.cluster
     schedule = Schedule.build(
         raychaos_seed,
         kinds=KINDS,
-        duration_s=CHURN_S,
+        duration_s=churn_s,
         interval_s=STRIKE_EVERY_S,
         hold_s=HOLD_S,
         max_concurrent=1,
     )
     experiment.measure("CHURN schedule", schedule.as_dict())
-    run = cluster.run("workloads.churn:steady", timeout=CHURN_S + 20 * REPLACE_S)
+    run = cluster.run("workloads.churn:steady", timeout=churn_s + 20 * REPLACE_S)
     running = run.wait_for("steady_running", timeout=120)[0]
     # The baseline: STEADY_S seconds in which work completed (actors take a while to start).
     run.wait_for(
@@ -222,7 +241,7 @@ def test_steady_work_under_a_seeded_killer(experiment: Experiment, raychaos_seed
         where=lambda e: sum(e.get("ok", {}).values()) > 0,
     )
     with Churn(experiment.nemesis, schedule) as churn:
-        struck = churn.join(timeout=CHURN_S + len(schedule.strikes) * REPLACE_S)
+        struck = churn.join(timeout=churn_s + len(schedule.strikes) * REPLACE_S)
     ended = time.time()
     run.wait_for(
         "load_second", count=int(STEADY_S), timeout=STEADY_S + 60, where=lambda e: e.t > ended

@@ -82,7 +82,34 @@ def _state_message(nid: str) -> Any:
     return [{"state": r.state, "state_message": r.state_message} for r in rows]
 
 
-def preemption(victim: str = "worker-1", probe_s: float = 15.0, wait_s: float = 180.0) -> dict:
+def _group_on(victim: str, wait_s: float) -> dict[str, Any]:
+    """A one-bundle placement group only ``victim`` may hold (a label selector on its name; a
+    bundle of 1 MiB of logical memory, which it has free): placed within ``wait_s`` or not,
+    where, and its state; removed after."""
+    from ray.util.placement_group import (
+        placement_group,
+        placement_group_table,
+        remove_placement_group,
+    )
+
+    group = placement_group(
+        [{"memory": 1024**2}], bundle_label_selector=[{"raychaos/node": victim}]
+    )
+    started = time.time()
+    ready, _ = ray.wait([group.ready()], timeout=wait_s)
+    table = placement_group_table(group)
+    remove_placement_group(group)
+    return {
+        "ready": bool(ready),
+        "s": round(time.time() - started, 2),
+        "state": table.get("state"),
+        "node_id": (table.get("bundles_to_node_id") or {}).get(0),
+    }
+
+
+def preemption(
+    victim: str = "worker-1", probe_s: float = 15.0, wait_s: float = 180.0, group_s: float = 5.0
+) -> dict:
     """CHURN-03/04/05 on one spot node, in the host's rhythm (events → host, signals → here).
 
     1. ``placed``: on ``victim``, an actor that keeps it busy (``busy``, 1 CPU, no restarts),
@@ -97,6 +124,9 @@ def preemption(victim: str = "worker-1", probe_s: float = 15.0, wait_s: float = 
     4. signal ``second`` (the host killed those nodes without a drain): ``counter`` must answer
        a third time and ``task`` return from a third execution, which only the preemption's
        free restart and retry leave budget for.
+
+    Placement groups: a one-bundle group only ``victim`` may hold is placed there before the
+    drain (control ``group``), and is not placed within ``group_s`` while it drains.
     """
     connect()
     tally = make_tally()
@@ -119,6 +149,7 @@ def preemption(victim: str = "worker-1", probe_s: float = 15.0, wait_s: float = 
             _where.options(num_cpus=0, scheduling_strategy=pin(victim)).remote(), probe_s
         ),
     }
+    group = _group_on(victim, probe_s)
     emit(
         "placed",
         victim_id=victim_id,
@@ -126,6 +157,7 @@ def preemption(victim: str = "worker-1", probe_s: float = 15.0, wait_s: float = 
         counter=placed[1]["node_id"],
         task=first["node_id"],
         control={k: (v["value"] or {}).get("node_id") for k, v in control.items()},
+        group=group,
     )
 
     wait_signal("drained", wait_s)
@@ -136,11 +168,13 @@ def preemption(victim: str = "worker-1", probe_s: float = 15.0, wait_s: float = 
         "soft": outcome_of(soft, probe_s),
         "hard": outcome_of(hard, probe_s),
         "actor": outcome_of(newcomer.where.remote(), probe_s),
-        "victim": node_record(victim_id),
     }
+    group_during = _group_on(victim, group_s)
+    during["victim"] = node_record(victim_id)
     emit(
         "during_drain",
         victim={"Alive": (during["victim"] or {}).get("Alive")},
+        group=group_during,
         **{k: _brief(v) for k, v in during.items() if k != "victim"},
     )
 
