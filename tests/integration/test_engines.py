@@ -14,7 +14,8 @@ engine of its own, named apart):
 2. the Ray image reaches it without a registry: ``docker save`` on the first engine streamed
    into ``docker load`` on the second, its ``raychaos.recipe`` label checked (0.5 GiB, ~20 s);
 3. ``experiments/test_tasks.py -n 2`` over both engines: both host clusters (the results'
-   ``engine`` labels say so) and nothing of the run is left on either;
+   ``engine`` labels say so) and nothing of the run is left on either; then an autoscaling
+   cluster (AUTOSCALE-04) on the second engine alone;
 4. the second engine stops mid-run: the test it hosted ends broken with one ``EngineLost``
    line naming it, the other engine's tests pass, and the worker that lost its engine boots
    its next cluster on the first; nothing of the run is left on the first, and once the
@@ -205,6 +206,37 @@ def test_experiments_are_spread_over_both_engines(
     finally:
         if run:
             remove_run(docker_client, run)
+            remove_run(second_client, run)
+
+
+def test_an_autoscaling_cluster_runs_on_the_second_engine(
+    second_engine: SecondEngine, second_client: docker.DockerClient, tmp_path: Path
+) -> None:
+    """AUTOSCALE-04 with the second engine as the run's only one: the provider's files are
+    read and written through that engine's API alone (no host directory is shared), a node is
+    launched there and removed as idle, and nothing of the run is left on it."""
+    alluredir = tmp_path / "allure"
+    log = tmp_path / "pytest.out"
+    args = ["experiments/test_autoscale.py", "-k", "idle_timeout and not v2"]
+    args += [f"--alluredir={alluredir}", "--raychaos-docker-host", second_engine.url]
+    proc = _pytest(args, ROOT, log)
+    try:
+        code = proc.wait(RUN_WITHIN_S)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(30)
+    output = log.read_text()
+    run = _run_id(alluredir)
+    try:
+        assert code == 0 and run, output[-4000:]
+        results = _results(alluredir)
+        assert list(results) == ["test_an_idle_worker_is_removed_after_the_idle_timeout"]
+        (result,) = results.values()
+        assert _label(result, "engine") == [second_engine.url], result.get("labels")
+        assert leftovers(second_client, run) == []
+    finally:
+        if run:
             remove_run(second_client, run)
 
 
