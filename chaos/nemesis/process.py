@@ -19,18 +19,21 @@ if TYPE_CHECKING:
     from chaos.cluster.cluster import Cluster
 
 
-def pids(cluster: Cluster, node: str, process: str) -> list[int]:
-    """PIDs of live processes called exactly ``process`` in ``node`` (zombies excluded).
-
-    A failed ``ps`` raises :class:`~chaos.errors.ChaosError`: it is not "no such process".
-    """
-    output = run(cluster, node, ["ps", "-eo", "pid=,stat=,comm="], timeout=15)
+def _live(cluster: Cluster, node: str, column: str) -> list[tuple[int, str]]:
+    """(PID, ``ps`` column ``column``) of every live process in ``node`` (zombies excluded).
+    A failed ``ps`` raises :class:`~chaos.errors.ChaosError`: it is not "no such process"."""
+    output = run(cluster, node, ["ps", "-eo", f"pid=,stat=,{column}="], timeout=15)
     found = []
     for line in output.splitlines():
         fields = line.split(None, 2)
-        if len(fields) == 3 and fields[2] == process and not fields[1].startswith("Z"):
-            found.append(int(fields[0]))
+        if len(fields) == 3 and not fields[1].startswith("Z"):
+            found.append((int(fields[0]), fields[2]))
     return found
+
+
+def pids(cluster: Cluster, node: str, process: str) -> list[int]:
+    """PIDs of live processes called exactly ``process`` in ``node`` (zombies excluded)."""
+    return [pid for pid, name in _live(cluster, node, "comm") if name == process]
 
 
 def only_pid(cluster: Cluster, node: str, process: str) -> int:
@@ -116,16 +119,13 @@ MONITOR_SCRIPTS = ("ray/autoscaler/_private/monitor.py", "ray/autoscaler/v2/moni
 
 
 def monitor_pids(cluster: Cluster, node: str) -> list[int]:
-    """PIDs of the autoscaler's monitor processes in ``node`` (by their script's path)."""
-    output = run(cluster, node, ["ps", "-eo", "pid=,stat=,args="], timeout=15)
-    found = []
-    for line in output.splitlines():
-        fields = line.split(None, 2)
-        if len(fields) == 3 and not fields[1].startswith("Z"):
-            # The interpreter's arguments: the script path is one of them (after -u).
-            if any(arg.endswith(MONITOR_SCRIPTS) for arg in fields[2].split()[1:]):
-                found.append(int(fields[0]))
-    return found
+    """PIDs of the autoscaler's monitor processes in ``node`` (by their script's path, one of
+    the interpreter's arguments: ``python3 -u …/monitor.py``)."""
+    return [
+        pid
+        for pid, args in _live(cluster, node, "args")
+        if any(arg.endswith(MONITOR_SCRIPTS) for arg in args.split()[1:])
+    ]
 
 
 @dataclass(eq=False)

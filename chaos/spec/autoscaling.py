@@ -17,7 +17,6 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from types import MappingProxyType
 from typing import Any
 
 import chaos.spec.validation as validation
@@ -38,12 +37,6 @@ ID_PREFIX = "f" * 51
 VERSIONS = ("v1", "v2")
 
 
-def _frozen(value: Any) -> Any:
-    if value is None:
-        return MappingProxyType({})
-    return MappingProxyType(dict(value)) if isinstance(value, Mapping) else value
-
-
 @dataclass(frozen=True)
 class NodeType:
     """One kind of worker the autoscaler may launch."""
@@ -61,8 +54,8 @@ class NodeType:
     extra_args: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "resources", _frozen(self.resources))
-        object.__setattr__(self, "labels", _frozen(self.labels))
+        object.__setattr__(self, "resources", validation.frozen_map(self.resources))
+        object.__setattr__(self, "labels", validation.frozen_map(self.labels))
         if isinstance(self.extra_args, list):
             object.__setattr__(self, "extra_args", tuple(self.extra_args))
 

@@ -12,7 +12,6 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import MappingProxyType
 from typing import Any, Literal, cast
 
 import chaos.spec.validation as validation
@@ -75,13 +74,6 @@ def parse_size(value: int | str, field_name: str) -> int:
     return int(float(match.group(1)) * _UNITS[unit])
 
 
-def _frozen_map(value: Any) -> Any:
-    # A value of the wrong type is kept as given, for validate() to name it.
-    if value is None:
-        return MappingProxyType({})
-    return MappingProxyType(dict(value)) if isinstance(value, Mapping) else value
-
-
 @dataclass(frozen=True)
 class NodeSpec:
     """One Ray node, or a group of ``count`` identical worker nodes."""
@@ -118,10 +110,10 @@ class NodeSpec:
     tmpfs: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "resources", _frozen_map(self.resources))
-        object.__setattr__(self, "labels", _frozen_map(self.labels))
-        object.__setattr__(self, "env", _frozen_map(self.env))
-        object.__setattr__(self, "tmpfs", _frozen_map(self.tmpfs))
+        object.__setattr__(self, "resources", validation.frozen_map(self.resources))
+        object.__setattr__(self, "labels", validation.frozen_map(self.labels))
+        object.__setattr__(self, "env", validation.frozen_map(self.env))
+        object.__setattr__(self, "tmpfs", validation.frozen_map(self.tmpfs))
         if isinstance(self.extra_args, list):
             object.__setattr__(self, "extra_args", tuple(self.extra_args))
 
@@ -203,7 +195,7 @@ class ClusterSpec:
     autoscaling: Autoscaling | None = None
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "env", _frozen_map(self.env))
+        object.__setattr__(self, "env", validation.frozen_map(self.env))
         if isinstance(self.workers, list):
             object.__setattr__(self, "workers", tuple(self.workers))
 

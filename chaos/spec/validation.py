@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
 import chaos.spec.releases as releases
@@ -23,6 +24,14 @@ IMAGE_RE = re.compile(r"^[\w][\w./:@-]*$")
 LABEL_RE = re.compile(r"^[^,=\s]+$")
 #: Paths a tmpfs would hide something the node needs (Ray's venv, the agent, the kernel's).
 TMPFS_FORBIDDEN = ("/opt/ray", "/raychaos", "/proc", "/sys", "/dev", "/usr", "/bin", "/lib")
+
+
+def frozen_map(value: Any) -> Any:
+    """A read-only copy of a mapping field (None: empty); a value of the wrong type is kept as
+    given, for validate() to name it."""
+    if value is None:
+        return MappingProxyType({})
+    return MappingProxyType(dict(value)) if isinstance(value, Mapping) else value
 
 
 def name(value: Any, where: str) -> str:

@@ -9,6 +9,7 @@ repository would, then look at the engine for anything that carries the run's la
 from __future__ import annotations
 
 import signal
+import subprocess
 from pathlib import Path
 
 import docker
@@ -92,18 +93,29 @@ def _write(pytester: pytest.Pytester) -> tuple[Path, Path]:
     return marker, result
 
 
+def _start(pytester: pytest.Pytester, selected: str) -> tuple[subprocess.Popen[str], Path]:
+    """pytest on the guest file, only the test ``selected`` names; its output goes to a log."""
+    log = pytester.path / "pytest.out"
+    with log.open("w") as out:
+        proc = pytest_process(
+            [str(pytester.path / "test_guest.py"), "-k", selected], pytester.path, out
+        )
+    return proc, log
+
+
 def test_an_autoscaling_cluster_scales_up_and_down_and_leaves_nothing(
     pytester: pytest.Pytester, docker_client: docker.DockerClient
 ) -> None:
     import json
 
     _, result = _write(pytester)
-    log = pytester.path / "pytest.out"
-    with log.open("w") as out:
-        proc = pytest_process(
-            [str(pytester.path / "test_guest.py"), "-k", "scales_from_zero"], pytester.path, out
-        )
-    code = proc.wait(600)
+    proc, log = _start(pytester, "scales_from_zero")
+    try:
+        code = proc.wait(600)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(30)
     assert code == 0, log.read_text()[-4000:]
     run = json.loads(result.read_text())["run"]
     try:
@@ -116,11 +128,7 @@ def test_a_sigkill_mid_scale_up_leaves_nothing_within_60_s(
     pytester: pytest.Pytester, docker_client: docker.DockerClient
 ) -> None:
     marker, _ = _write(pytester)
-    log = pytester.path / "pytest.out"
-    with log.open("w") as out:
-        proc = pytest_process(
-            [str(pytester.path / "test_guest.py"), "-k", "mid_scale_up"], pytester.path, out
-        )
+    proc, log = _start(pytester, "mid_scale_up")
     booted = None
     try:
         booted = wait_booted(marker, proc, log)

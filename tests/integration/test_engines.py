@@ -148,6 +148,17 @@ def _pytest(args: list[str], cwd: Path, log: Path) -> subprocess.Popen[str]:
         )  # fmt: skip
 
 
+def _run_to_end(args: list[str], log: Path) -> int:
+    """pytest ``args`` from the checkout, waited for (bounded); killed if it overruns."""
+    proc = _pytest(args, ROOT, log)
+    try:
+        return proc.wait(RUN_WITHIN_S)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(30)
+
+
 def _results(alluredir: Path) -> dict[str, dict[str, Any]]:
     """Allure results by test function (``fullName`` ends ``#test_x``: no release parameter,
     none of the title's decorations; one release per run here)."""
@@ -180,13 +191,7 @@ def test_experiments_are_spread_over_both_engines(
     log = tmp_path / "pytest.out"
     args = ["experiments/test_tasks.py", "-n", "2", f"--alluredir={alluredir}"]
     args += ["--raychaos-docker-host", first, "--raychaos-docker-host", second_engine.url]
-    proc = _pytest(args, ROOT, log)
-    try:
-        code = proc.wait(RUN_WITHIN_S)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(30)
+    code = _run_to_end(args, log)
     output = log.read_text()
     print(output[-3000:])
     run = _run_id(alluredir)
@@ -219,13 +224,7 @@ def test_an_autoscaling_cluster_runs_on_the_second_engine(
     log = tmp_path / "pytest.out"
     args = ["experiments/test_autoscale.py", "-k", "idle_timeout and not v2"]
     args += [f"--alluredir={alluredir}", "--raychaos-docker-host", second_engine.url]
-    proc = _pytest(args, ROOT, log)
-    try:
-        code = proc.wait(RUN_WITHIN_S)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(30)
+    code = _run_to_end(args, log)
     output = log.read_text()
     run = _run_id(alluredir)
     try:

@@ -150,8 +150,15 @@ class FakeNode:
 
 
 class FakeBackend:
+    def __init__(self) -> None:
+        #: Node name → what its ``ray start`` printed last (the node entry's last line).
+        self.start_logs: dict[str, str] = {}
+
     def state(self, node: str) -> str:
         return "running"
+
+    def logs(self, node: str, *, tail: int, since: float | None = None) -> str:
+        return self.start_logs.get(node, "")
 
 
 class FakeCluster:
@@ -161,7 +168,14 @@ class FakeCluster:
         self.nodes: dict[str, FakeNode] = {"head": self.head}
         self.backend = FakeBackend()
         self.retired: list[str] = []
+        self.restarted: list[str] = []
         self.statuses: list[dict[str, Any]] = []
+
+    def log_since(self, name: str) -> float | None:
+        return None
+
+    def restart(self, name: str) -> None:
+        self.restarted.append(name)
 
     def add_node(self, spec: Any, wait: bool) -> list[FakeNode]:
         node = FakeNode(spec.name, f"10.0.0.{20 + len(self.nodes)}")
@@ -230,3 +244,18 @@ def test_a_swap_within_the_caps_removes_first_then_launches() -> None:
     assert cluster.retired == ["b-2"]
     assert sorted(b.launched.values()) == ["a-3", "b-1"]
     assert not [e for e in cluster.history.events() if e.kind == "autoscaler_refused"]
+
+
+def test_a_launched_node_whose_ray_start_died_is_started_again_twice_at_most() -> None:
+    b, cluster = bridge([NodeType("cpu", max_workers=2)], 2)
+    wish(b, {"f1": "cpu", "f2": "cpu"})
+    cluster.backend.start_logs = {
+        "cpu-1": "raychaos: ray start exited with 0",
+        "cpu-2": "raychaos: ray start exited with 1",
+    }
+    for _ in range(4):
+        wish(b, {"f1": "cpu", "f2": "cpu"})
+    assert cluster.restarted == ["cpu-2", "cpu-2"]
+    retried = [e for e in cluster.history.events() if e.kind == "node_start_retried"]
+    assert [e.get("attempt") for e in retried] == [1, 2]
+    assert retried[0].get("why") == "ray start exited with 1"
