@@ -26,7 +26,9 @@ import threading
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
+from chaos.cluster.readiness import START_EXITED, START_RETRIES
 from chaos.errors import ChaosError
+from chaos.history import Kind, Source
 from chaos.spec.autoscaling import HEAD_ID, STATE_DIR, worker_env
 from chaos.spec.topology import NodeSpec
 
@@ -60,6 +62,10 @@ class AutoscalerBridge:
         self.settings = settings
         #: Provider node id → the cluster node launched for it (present ones only).
         self.launched: dict[str, str] = {}
+        #: Provider node id → its node type (present ones only).
+        self._types: dict[str, str] = {}
+        #: Launched nodes whose ``ray start`` has not ended yet → restarts spent on them.
+        self._starting: dict[str, int] = {}
         #: Provider node ids refused, so each is refused once.
         self.refused: set[str] = set()
         self._sequence = 0
@@ -128,7 +134,34 @@ class AutoscalerBridge:
                 for node_id, node_type in sorted(wanted.items()):
                     if node_id not in self.launched and node_id not in self.refused:
                         self._launch_or_refuse(node_id, node_type)
+            self._retry_failed_starts()
             self._write_status()
+
+    def _retry_failed_starts(self) -> None:
+        """A launched node whose ``ray start`` died is started again, as a booting node is
+        (``readiness``: a starved raylet can abort on a loaded machine), at most
+        START_RETRIES times; the autoscaler would otherwise wait for it for ever (v1 gives an
+        uninitialized node no start budget)."""
+        for name in list(self._starting):
+            if name not in self.cluster.nodes:
+                del self._starting[name]
+                continue
+            tail = self.cluster.backend.logs(name, tail=3, since=self.cluster.log_since(name))
+            ended = [line for line in tail.splitlines() if line.startswith(START_EXITED)]
+            if not ended:
+                continue
+            if ended[-1].endswith(" 0") or self._starting[name] >= START_RETRIES:
+                del self._starting[name]
+                continue
+            self._starting[name] += 1
+            self.cluster.history.record(
+                Source.HARNESS,
+                Kind.NODE_START_RETRIED,
+                node=name,
+                why=ended[-1].removeprefix("raychaos: "),
+                attempt=self._starting[name],
+            )
+            self.cluster.restart(name)
 
     def _launch_or_refuse(self, node_id: str, node_type: str) -> None:
         why = self.refusal(node_id, node_type)
@@ -156,13 +189,15 @@ class AutoscalerBridge:
         # The provider gives the node its Ray id (RAY_OVERRIDE_NODE_ID_FOR_TESTING).
         node.set_node_id(node_id)
         self.launched[node_id] = node.name
+        self._types[node_id] = kind.name
+        self._starting[node.name] = 0
         self.cluster.history.record(
             SOURCE,
             LAUNCHED,
             node=node.name,
             node_id=node_id,
             node_type=kind.name,
-            workers=self.counts(),
+            workers=dict(self.counts()),
         )
 
     def refusal(self, node_id: str, node_type: str) -> str:
@@ -182,22 +217,18 @@ class AutoscalerBridge:
 
     def nodes(self, node_type: str) -> list[str]:
         """Present nodes launched for ``node_type``, oldest first."""
-        return [n for n in self.launched.values() if n.rsplit("-", 1)[0] == node_type]
+        return [n for i, n in self.launched.items() if self._types[i] == node_type]
 
     def counts(self) -> Counter[str]:
         """Launched workers present now, by node type."""
-        types = {k.name for k in self.settings.node_types}
-        return Counter(
-            name.rsplit("-", 1)[0]
-            for name in self.launched.values()
-            if name.rsplit("-", 1)[0] in types
-        )
+        return Counter(self._types.values())
 
     def _remove(self, node_id: str) -> None:
         name = self.launched.pop(node_id)
+        del self._types[node_id]
         self.cluster.retire(name)
         self.cluster.history.record(
-            SOURCE, REMOVED, node=name, node_id=node_id, workers=self.counts()
+            SOURCE, REMOVED, node=name, node_id=node_id, workers=dict(self.counts())
         )
 
     # -- status.json -----------------------------------------------------------------------
