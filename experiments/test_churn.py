@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import statistics
 import time
+from typing import Any
 
 import pytest
 
 from chaos.check import FAST_HEALTH_CHECKS
-from chaos.errors import FaultNotObserved
+from chaos.errors import FaultNotObserved, WorkloadError
 from chaos.experiment import Experiment
-from chaos.nemesis.churn import Churn
+from chaos.nemesis.churn import RPC_PROBE, RPC_PROBE_S, Churn
 from chaos.nemesis.drain import IDLE_TERMINATION, PREEMPTED_MESSAGE, request_drain
 from chaos.spec.schedule import Schedule
 from chaos.workload.run import WorkloadRun
@@ -38,6 +39,13 @@ LONG_CHURN_S = 600.0
 STRIKE_EVERY_S = 25.0
 HOLD_S = (8.0, 12.0)
 KINDS = ("kill_node", "kill_raylet", "kill_worker", "preempt")
+#: Struck once in every schedule, at a point the seed chooses: a driver whose task pushes
+#: fail runs retried tasks amid the container faults (CHURN-06's promise, under churn).
+COVER = ("rpc_failure",)
+#: Retried tasks an ``rpc_failure`` strike's driver runs (``workloads.churn:rpc_probe``).
+RPC_CALLS = 4
+#: The steady workload's lanes (``workloads.churn:steady``), each judged exactly.
+LANES = ("tasks", "actor calls", "generator items", "borrowed objects")
 #: Throughput is sampled this long before the first strike and after the last replacement.
 STEADY_S = 10.0
 #: A replacement node boots in 10-25 s on this machine; the schedule waits for each.
@@ -201,7 +209,7 @@ def _per_second(
     return [int(e.get("ok", {}).get(lane, 0)) for e in seconds]
 
 
-@pytest.mark.claim("CHURN-01", "CHURN-02")
+@pytest.mark.claim("CHURN-01", "CHURN-02", "CHURN-09", "CHURN-10")
 @pytest.mark.cluster(
     env=FAST_HEALTH_CHECKS,
     head={"num_cpus": 0},
@@ -218,9 +226,11 @@ def test_steady_work_under_a_seeded_killer(
     experiment: Experiment, raychaos_seed: int, churn_s: float
 ) -> None:
     """Ray's nightly chaos test in small: a seeded schedule of node, raylet, worker-process
-    and preemption strikes over nested retried tasks and restartable actors with numbered
-    calls; every task's value and every call's number come back, none lost, and throughput
-    is measured before, during and after. ``10min`` runs only with ``-m long_run``."""
+    and preemption strikes over nested retried tasks, restartable actors with numbered
+    calls, streaming generators and borrowed objects; every task's value, every call's
+    number, every generator item (index and bytes) and every borrowed object's bytes come
+    back, none lost, and throughput is measured before, during and after. ``10min`` runs
+    only with ``-m long_run``."""
     cluster = experiment.cluster
     schedule = Schedule.build(
         raychaos_seed,
@@ -229,6 +239,7 @@ def test_steady_work_under_a_seeded_killer(
         interval_s=STRIKE_EVERY_S,
         hold_s=HOLD_S,
         max_concurrent=1,
+        cover=COVER,
     )
     experiment.measure("CHURN schedule", schedule.as_dict())
     run = cluster.run("workloads.churn:steady", timeout=churn_s + 20 * REPLACE_S)
@@ -240,7 +251,7 @@ def test_steady_work_under_a_seeded_killer(
         timeout=STEADY_S + 120,
         where=lambda e: sum(e.get("ok", {}).values()) > 0,
     )
-    with Churn(experiment.nemesis, schedule) as churn:
+    with Churn(experiment.nemesis, schedule, rpc_workload="workloads.churn:rpc_probe") as churn:
         struck = churn.join(timeout=churn_s + len(schedule.strikes) * REPLACE_S)
     ended = time.time()
     run.wait_for(
@@ -252,13 +263,14 @@ def test_steady_work_under_a_seeded_killer(
         "CHURN strikes", [s.__dict__ | {"strike": s.strike.__dict__} for s in struck]
     )
     experiment.measure("CHURN tallies", {k: seen[k] for k in ("sent", "completed", "errors")})
+    probes = _rpc_outcomes(experiment, churn)
     landed = [s for s in struck if not s.skipped]
     if not landed:
         raise FaultNotObserved(
             f"no strike of seed {raychaos_seed}'s schedule landed: {struck}",
             hint="the experiment is inconclusive; see strike_skipped in the history",
         )
-    for lane in ("tasks", "actor calls"):
+    for lane in LANES:
         phases = {
             "before": _per_second(run, lane, running.t, churn.started_at, busy_only=True),
             "during": _per_second(run, lane, churn.started_at, ended),
@@ -269,7 +281,7 @@ def test_steady_work_under_a_seeded_killer(
                 f"CHURN {lane}/s {phase}", round(statistics.fmean(values), 2) if values else None
             )
     assert seen["errors"] == [], f"a lane gave up under churn: {seen['errors']}"
-    assert seen["wrong"] == {"tasks": [], "actor calls": []}, seen["wrong"]
+    assert seen["wrong"] == {lane: [] for lane in LANES}, seen["wrong"]
     assert seen["completed"] == seen["sent"], seen
     executed = seen["executed"]
     assert len(executed) == seen["completed"]["actor calls"], (
@@ -278,3 +290,33 @@ def test_steady_work_under_a_seeded_killer(
     )
     twice = {k: n for k, n in executed.items() if n > 1}
     experiment.measure("CHURN-02 calls executed more than once", twice)
+    for probe in probes:
+        tag, calls = probe["tag"], probe["calls"]
+        assert probe["error"] is None, f"{tag}: the driver whose pushes failed gave up: {probe}"
+        assert probe["values"] == [f"{tag}:{i}" for i in range(calls)], probe
+        assert probe["injected"] == RPC_PROBE.num_failures, (
+            f"{tag}: Ray must log {RPC_PROBE.num_failures} injected push failures: {probe}"
+        )
+
+
+def _rpc_outcomes(experiment: Experiment, churn: Churn) -> list[dict[str, Any]]:
+    """What each ``rpc_failure`` strike's driver returned, and the failures Ray logged."""
+    probes = []
+    for strike, fault in churn.rpc:
+        assert fault.run is not None, f"set-up: strike {strike.index} started no driver"
+        try:
+            outcome, error = fault.run.result(timeout=RPC_PROBE_S + 60), None
+        except WorkloadError as exc:
+            outcome, error = {}, str(exc)[-2000:]
+        injected = sum(fault.injected(experiment.cluster).values())
+        probe = {
+            "tag": f"rpc-{strike.index}",
+            "calls": RPC_CALLS,
+            "values": outcome.get("values"),
+            "s": outcome.get("s"),
+            "injected": injected,
+            "error": error,
+        }
+        experiment.measure(f"CHURN-01 rpc_failure strike {strike.index}", probe)
+        probes.append(probe)
+    return probes

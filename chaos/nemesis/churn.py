@@ -2,8 +2,10 @@
 
 A background thread takes the schedule's strikes in order, each at its offset, and strikes it
 through the experiment's :class:`~chaos.nemesis.nemesis.Nemesis` (the same faults, proven and
-recorded as any other): a node kill, a raylet kill, a worker-process kill, or a preemption (a
-drain with a short notice, then the kill once the notice has run out). A node taken out is
+recorded as any other): a node kill, a raylet kill, a worker-process kill, a preemption (a
+drain with a short notice, then the kill once the notice has run out), a pause, or RPC
+failures (a driver on the drivers' node whose own task pushes fail, by Ray's injection, and
+which runs a few retried tasks while the other strikes go on). A node taken out is
 replaced after the strike's hold, as a cloud replaces an instance: its container starts again
 and joins as a new Ray node. The head is never struck unless the schedule asks for it, and a
 strike that would leave no healthy worker is skipped and recorded as skipped.
@@ -27,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from chaos.errors import ChaosError
 from chaos.history import Kind, Source
 from chaos.nemesis.base import run
+from chaos.spec.rpc_failures import RpcFailure
 from chaos.spec.schedule import TAKES_NODE, Role, Schedule, Strike, StrikeKind
 
 if TYPE_CHECKING:
@@ -34,6 +37,7 @@ if TYPE_CHECKING:
 
     from chaos.nemesis.drain import DrainNode
     from chaos.nemesis.nemesis import Nemesis
+    from chaos.nemesis.rpc import RpcFailures
 
 #: The notice a preemption gives (the drain's deadline), capped by the strike's hold.
 PREEMPT_NOTICE_S = 5.0
@@ -42,6 +46,13 @@ PREEMPT_NOTICE_S = 5.0
 #: agent (``ray_constants.py``: AGENT_PROCESS_TYPE_*, WORKER_PROCESS_TYPE_IDLE_WORKER).
 WORKER_PREFIX = "ray::"
 NOT_WORK = ("ray::IDLE", "ray::DashboardAgent", "ray::RuntimeEnvAgent")
+#: An ``rpc_failure`` strike's driver: its first two task pushes fail, each losing the request
+#: or the reply (even odds: Ray draws which per call), as in CHURN-06.
+RPC_PROBE = RpcFailure(
+    "CoreWorkerService.grpc_client.PushTask", num_failures=2, request_pct=50, response_pct=50
+)
+#: How long an ``rpc_failure`` strike's driver may run (tasks retried through node strikes).
+RPC_PROBE_S = 300.0
 
 
 @dataclass(frozen=True)
@@ -73,11 +84,24 @@ def choose(
 
 class Churn:
     """The schedule's thread; a context manager that starts it and stops it (``stop`` waits
-    for the strike in progress, never interrupts one)."""
+    for the strike in progress, never interrupts one).
 
-    def __init__(self, nemesis: Nemesis, schedule: Schedule) -> None:
+    ``rpc_workload`` (``module:function``) is what an ``rpc_failure`` strike's driver runs,
+    called with ``tag`` (``rpc-<strike index>``); its fault, with the driver's run, is kept
+    in :attr:`rpc` for the experiment to judge."""
+
+    def __init__(self, nemesis: Nemesis, schedule: Schedule, rpc_workload: str = "") -> None:
+        if not rpc_workload and any(s.kind is StrikeKind.RPC_FAILURE for s in schedule.strikes):
+            raise ChaosError(
+                f"the schedule (seed {schedule.seed}) has rpc_failure strikes but no workload "
+                "for their driver",
+                hint="Churn(nemesis, schedule, rpc_workload='workloads.churn:rpc_probe')",
+            )
         self.nemesis = nemesis
         self.schedule = schedule
+        self.rpc_workload = rpc_workload
+        #: Each ``rpc_failure`` strike and the fault it started (its driver's run inside).
+        self.rpc: list[tuple[Strike, RpcFailures]] = []
         self.struck: list[Struck] = []
         self.started_at = 0.0
         self._out: set[str] = set()
@@ -151,6 +175,17 @@ class Churn:
     def _strike(self, strike: Strike) -> list[tuple[float, str, Any]]:
         cluster = self.nemesis.cluster
         now = round(time.time() - self.started_at, 3)
+        if strike.kind is StrikeKind.RPC_FAILURE:
+            self._record(strike, cluster.driver.name, now)
+            fault = self.nemesis.rpc_failures(
+                cluster.driver.name,
+                [RPC_PROBE],
+                self.rpc_workload,
+                timeout=RPC_PROBE_S,
+                tag=f"rpc-{strike.index}",
+            )
+            self.rpc.append((strike, fault))
+            return []
         workers = [n.name for n in cluster.workers()]
         node, why = choose(strike, head=cluster.head.name, workers=workers, out=self._out)
         if node is None:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from chaos.errors import ChaosError, CheckFailed
 from chaos.nemesis.base import Fault, run
 from chaos.nemesis.host import KillNode
-from chaos.nemesis.process import assert_gone, only_pid, pids
+from chaos.nemesis.process import assert_gone, only_pid, pids, ray_start_pids
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -27,6 +27,11 @@ if TYPE_CHECKING:
     from chaos.cluster.cluster import Cluster
 
 PREEMPTION = "DRAIN_NODE_REASON_PREEMPTION"
+#: The drain message ``ray start --block`` sends the GCS on SIGTERM (``ray/_private/node.py``:
+#: ``Node._drain_node_before_shutdown``, Ray 2.57.0 and later).
+SIGTERM_MESSAGE = "Node received SIGTERM; draining before shutdown."
+#: Ray's knob: how long that drain may wait for the node to go idle (default 30 s).
+GRACEFUL_DRAIN_ENV = "RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S"
 IDLE_TERMINATION = "DRAIN_NODE_REASON_IDLE_TERMINATION"
 #: What a preemption says unless an experiment says otherwise (it is the death's message).
 PREEMPTED_MESSAGE = "raychaos: spot instance preempted"
@@ -170,3 +175,43 @@ class PreemptedEnd(KillNode):
     def details(self) -> dict[str, Any]:
         deadline = self.drain.deadline if self.drain and self.drain.reply else None
         return {"node_id": self.node_id, "drain_deadline": deadline, "how": self.how}
+
+
+@dataclass(eq=False)
+class TerminateNode(KillNode):
+    """SIGTERM the node's ``ray start --block`` process, as Kubernetes stops a pod whose PID 1
+    it is. From Ray 2.57.0 that process drains its own node for preemption and waits (up to
+    ``RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S``) for the raylet to leave once idle, then ends
+    what is left; before, it ends everything at once. The host stays up.
+
+    Verified once the signal is seen: the process is gone, or its node is draining."""
+
+    pid: int = field(default=0, init=False)
+    #: Whether the GCS was seen listing the node as draining (else the process was gone).
+    seen_draining: bool = field(default=False, init=False)
+    kind = "terminate_node"
+
+    def prepare(self, cluster: Cluster) -> None:
+        super().prepare(cluster)
+        if "--block" not in cluster.node(self.node).plan.argv:
+            raise ChaosError(
+                f"{self.node}'s ray start does not block, so no process is left to signal",
+                hint="give the node extra_args=['--block'] (as a Kubernetes pod's PID 1 runs)",
+            )
+        found = ray_start_pids(cluster, self.node)
+        if len(found) != 1:
+            raise ChaosError(f"expected one blocking ray start in {self.node}: PIDs {found}")
+        self.pid = found[0]
+
+    def inject(self, cluster: Cluster) -> None:
+        run(cluster, self.node, ["kill", "-TERM", str(self.pid)], timeout=15)
+
+    def verify(self, cluster: Cluster) -> None:
+        if self.node_id in draining(cluster):
+            self.seen_draining = True
+            return
+        assert_gone(cluster, self.node, self.pid)
+
+    @property
+    def details(self) -> dict[str, Any]:
+        return {"node_id": self.node_id, "pid": self.pid, "seen_draining": self.seen_draining}

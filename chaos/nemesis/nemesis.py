@@ -16,7 +16,13 @@ from typing import TYPE_CHECKING, Any
 import chaos.nemesis.targets as targets
 from chaos.errors import ChaosError, CheckFailed
 from chaos.nemesis.base import Fault, Runner, Together
-from chaos.nemesis.drain import PREEMPTED_MESSAGE, PREEMPTION, DrainNode, PreemptedEnd
+from chaos.nemesis.drain import (
+    PREEMPTED_MESSAGE,
+    PREEMPTION,
+    DrainNode,
+    PreemptedEnd,
+    TerminateNode,
+)
 from chaos.nemesis.exhaustion import FillDisk, MemoryPressure
 from chaos.nemesis.host import KillNode, PauseNode, RestartNode, StopNode
 from chaos.nemesis.network import Degrade, Partition
@@ -94,6 +100,11 @@ class Nemesis(Runner):
         if wait > 0:
             wait_until(lambda: _passed(drain.deadline), wait + 5, "the drain's deadline")
         return self.inject(PreemptedEnd(drain.node, drain=drain, how=how))
+
+    def terminate_node(self, name: str) -> TerminateNode:
+        """SIGTERM the node's ``ray start --block`` (a pod's graceful stop); from Ray 2.57.0 it
+        drains its node for preemption first."""
+        return self.inject(TerminateNode(name))
 
     def kill_head(self) -> KillNode:
         return self.kill_node(self.cluster.head.name)

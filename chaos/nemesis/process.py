@@ -128,6 +128,17 @@ def monitor_pids(cluster: Cluster, node: str) -> list[int]:
     ]
 
 
+def ray_start_pids(cluster: Cluster, node: str) -> list[int]:
+    """PIDs of ``ray start`` processes in ``node`` (``python …/bin/ray start …``): one only
+    while it blocks (``--block``); a plain ``ray start`` returns once Ray is up."""
+    found = []
+    for pid, args in _live(cluster, node, "args"):
+        argv = args.split()
+        if len(argv) > 2 and argv[1].endswith("/ray") and argv[2] == "start":
+            found.append(pid)
+    return found
+
+
 @dataclass(eq=False)
 class KillAutoscaler(KillWorker):
     """SIGKILL the head's autoscaler (Ray's monitor process); the rest of the head runs on."""

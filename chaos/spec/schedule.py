@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from enum import StrEnum
 from typing import Any
 
@@ -37,6 +37,10 @@ class StrikeKind(StrEnum):
     PREEMPT = "preempt"
     #: The container is frozen (SIGSTOP via the cgroup freezer) for the hold, then thawed.
     PAUSE = "pause"
+    #: Ray's RPC failure injection: a driver on the drivers' node whose own first pushes of
+    #: tasks fail (lost requests or replies) runs a few retried tasks, while the schedule
+    #: goes on around it (``chaos.nemesis.churn``). No node is taken; the role is ignored.
+    RPC_FAILURE = "rpc_failure"
 
 
 #: Kinds that take a node out of the cluster until the harness replaces it.
@@ -89,13 +93,19 @@ class Schedule:
         hold_s: tuple[float, float] = (5.0, 10.0),
         max_concurrent: int = 1,
         head: bool = False,
+        cover: Iterable[StrikeKind | str] = (),
     ) -> Schedule:
         """One strike at a uniformly random point of every ``interval_s`` of ``duration_s``,
         its kind drawn from ``kinds``, held for a time drawn from ``hold_s``. A strike that
         would exceed ``max_concurrent`` faults at once (counting the holds scheduled before it)
         is left out of the schedule, so what it says is what runs. ``head=True`` lets strikes
-        pick the head too (one in five); by default they never do."""
+        pick the head too (one in five); by default they never do.
+
+        ``cover``: kinds that must each strike once (a short run would otherwise leave some
+        out by chance): they replace the drawn kind of as many strikes, chosen by the seed.
+        Without it, the draws are exactly those of a schedule built without the option."""
         chosen = _kinds(kinds)
+        covered = _kinds(cover) if cover else []
         if duration_s <= 0 or interval_s <= 0 or interval_s > duration_s:
             raise SpecError(
                 "interval_s",
@@ -122,6 +132,15 @@ class Schedule:
             if active >= max_concurrent:
                 continue
             strikes.append(Strike(len(strikes), at, kind, role, pick, hold))
+        if len(covered) > len(strikes):
+            raise SpecError(
+                "cover",
+                f"at most as many kinds as the schedule has strikes ({len(strikes)})",
+                [k.value for k in covered],
+                hint="a longer duration_s or a shorter interval_s gives more strikes",
+            )
+        for index, kind in zip(rng.sample(range(len(strikes)), len(covered)), covered, strict=True):
+            strikes[index] = replace(strikes[index], kind=kind)
         return cls(seed, float(duration_s), max_concurrent, tuple(strikes))
 
     def as_dict(self) -> dict[str, Any]:

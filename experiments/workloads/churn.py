@@ -32,6 +32,10 @@ class Holder:
     def where(self) -> dict[str, Any]:
         return {"node_id": node_id(), "pid": os.getpid(), "t": time.time()}
 
+    def hold(self, seconds: float) -> dict[str, Any]:
+        time.sleep(seconds)
+        return self.where()
+
 
 @ray.remote
 def _where() -> dict[str, Any]:
@@ -44,7 +48,7 @@ def _held(tally: Any, key: str, strikes: int, hold_s: float) -> dict[str, Any]:
     n = ray.get(tally.hit.remote(key, node_id(), os.getpid()))
     if n <= strikes:
         time.sleep(hold_s)
-    return {"execution": n, "node_id": node_id(), "pid": os.getpid()}
+    return {"execution": n, "node_id": node_id(), "pid": os.getpid(), "t": time.time()}
 
 
 def _affinity(nid: str, soft: bool) -> Any:
@@ -79,7 +83,10 @@ def _state_message(nid: str) -> Any:
         limit=10000,
         raise_on_missing_output=False,
     )
-    return [{"state": r.state, "state_message": r.state_message} for r in rows]
+    return [
+        {"state": r.state, "state_message": r.state_message, "end_time_ms": r.end_time_ms}
+        for r in rows
+    ]
 
 
 def _group_on(victim: str, wait_s: float) -> dict[str, Any]:
@@ -218,6 +225,47 @@ def _brief(outcome: dict[str, Any]) -> dict[str, Any]:
     return {"node_id": value.get("node_id"), "error": error.get("type"), "s": outcome["s"]}
 
 
+def sigterm(
+    quiet: str = "quiet", busy: str = "busy", task_s: float = 6.0, wait_s: float = 120.0
+) -> dict[str, Any]:
+    """CHURN-08: two nodes whose blocking ``ray start`` the host stops with SIGTERM.
+
+    1. ``placed``: on ``busy``, an actor (no restarts) in a call that outlasts any drain; on
+       ``quiet``, a task of ``task_s`` seconds (``max_retries=0``) has started.
+    2. signal ``terminated`` (both nodes had SIGTERM): the task's outcome (it should end on
+       its node, through the drain), the actor call's (its node ends under it), then both
+       nodes' GCS records and State API rows once they are dead.
+    """
+    connect()
+    tally = make_tally()
+    key = f"sigterm-{os.getpid()}"
+    ids = {quiet: node_id_of(quiet), busy: node_id_of(busy)}
+    holder = Holder.options(num_cpus=1, max_restarts=0, scheduling_strategy=pin(busy)).remote()
+    held = ray.get(holder.where.remote(), timeout=wait_s)
+    call = holder.hold.remote(3600.0)
+    task = _held.options(num_cpus=1, max_retries=0, scheduling_strategy=pin(quiet)).remote(
+        tally, key, 1, task_s
+    )
+    started = _executions(tally, key, 1, wait_s)[0]
+    emit("placed", ids=ids, actor=held["node_id"], task=started["node_id"])
+
+    wait_signal("terminated", wait_s)
+    done = outcome_of(task, wait_s)
+    died = outcome_of(call, wait_s)
+    records = {
+        name: until(lambda n=nid: node_record(n), lambda r: bool(r) and not r.get("Alive"), wait_s)
+        for name, nid in ids.items()
+    }
+    return {
+        "ids": ids,
+        "task": done,
+        "executions": ray.get(tally.get.remote(key)),
+        "call": died,
+        "records": records,
+        "states": {name: _state_message(nid) for name, nid in ids.items()},
+    }
+
+
 # --------------------------------------------------------------------------------------------
 # CHURN-01 / CHURN-02: steady-state work under a seeded killer (Ray's nightly chaos tests)
 # --------------------------------------------------------------------------------------------
@@ -264,6 +312,61 @@ class Executions:
         return dict(self.seen)
 
 
+#: Streaming generators (Ray's nightly ``streaming_generator_workload``, in small): each item
+#: is ITEM_BYTES in the object store (above the 100 KiB inline limit) and names its index.
+ITEM_BYTES = 256 * 1024
+#: Borrowed objects (its ``object_ref_borrowing_workload``): each object is BORROWED_BYTES.
+BORROWED_BYTES = 512 * 1024
+
+
+@ray.remote(num_cpus=0.5, max_retries=-1)
+def _stream(tag: str, items: int) -> Any:
+    for i in range(items):
+        time.sleep(0.05)
+        yield f"{tag}:{i}".encode().ljust(ITEM_BYTES, b".")
+
+
+@ray.remote(num_cpus=0.5, max_retries=-1)
+def _consume(tag: str, items: int) -> dict[str, Any]:
+    """Reads every item a streaming generator yields: their indices in order and their bytes
+    (a retry of this task starts the generator again)."""
+    seen, total = [], 0
+    for ref in _stream.remote(tag, items):
+        item = ray.get(ref)
+        seen.append(int(item.split(b".", 1)[0].decode().rsplit(":", 1)[1]))
+        total += len(item)
+    return {"indices": seen, "bytes": total}
+
+
+@ray.remote(num_cpus=0.5, max_retries=-1)
+def _create(tag: str) -> bytes:
+    return tag.encode().ljust(BORROWED_BYTES, b".")
+
+
+@ray.remote(num_cpus=0.5, max_retries=-1)
+def _borrow(refs: list[Any]) -> dict[str, Any]:
+    """Reads an object it was lent (a ref inside a list is borrowed, not resolved)."""
+    data = ray.get(refs[0])
+    return {"tag": data.split(b".", 1)[0].decode(), "bytes": len(data)}
+
+
+@ray.remote(num_cpus=0.25, max_retries=-1)
+def _echo(tag: str, i: int) -> str:
+    time.sleep(0.1)
+    return f"{tag}:{i}"
+
+
+def rpc_probe(tag: str, calls: int = 4, timeout_s: float = 240.0) -> dict[str, Any]:
+    """An ``rpc_failure`` strike's driver (its task pushes fail by Ray's injection): ``calls``
+    retried tasks, each returning its own tag and number → ``outcome``."""
+    connect()
+    started = time.time()
+    values = ray.get([_echo.remote(tag, i) for i in range(calls)], timeout=timeout_s)
+    outcome = {"tag": tag, "values": values, "s": round(time.time() - started, 2)}
+    emit("outcome", **outcome)
+    return outcome
+
+
 def _expected_parent(i: int, width: int) -> int:
     return sum(i * 100 + j for j in range(width))
 
@@ -273,23 +376,31 @@ def steady(
     parents: int = 6,
     width: int = 3,
     batch: int = 10,
+    streams: int = 2,
+    items: int = 8,
+    borrows: int = 2,
     round_timeout_s: float = 300.0,
 ) -> dict[str, Any]:
-    """CHURN-01/02: nested retried tasks in rounds and numbered calls to restartable actors,
-    in two threads, until the host raises ``stop``; then one last round each.
+    """CHURN-01/02/09/10: four lanes in rounds, one thread each, until the host raises
+    ``stop``; then one last round each. Nested retried tasks; numbered calls to restartable
+    actors; ``streams`` streaming generators of ``items`` items, each read by a retried
+    consumer task; ``borrows`` objects made by a retried task and lent to another inside a
+    list (Ray's nightly workloads, all with ``max_retries=-1``).
 
-    Every second: ``load_second`` (``ok``/``failed`` per lane: tasks and actor calls completed).
-    Returns the exact tallies the host judges: every parent's value against its expected
-    value, every call's returned number against the one sent, and how often each call ran.
+    Every second: ``load_second`` (``ok``/``failed``: items completed per lane). Returns the
+    exact tallies the host judges: every parent's value, every call's returned number, every
+    generator's item indices in order and its bytes, every borrowed object's tag and bytes;
+    and how often each numbered call ran.
     """
     import threading
 
     connect()
     log = Executions.options(scheduling_strategy=pin("driver")).remote()
     handles = [Sequenced.options(num_cpus=0.5).remote(f"actor-{k}", log) for k in range(actors)]
-    counts = {"tasks": 0, "actor calls": 0}
-    wrong: dict[str, list[Any]] = {"tasks": [], "actor calls": []}
-    sent = {"tasks": 0, "actor calls": 0}
+    lanes = ("tasks", "actor calls", "generator items", "borrowed objects")
+    counts = dict.fromkeys(lanes, 0)
+    wrong: dict[str, list[Any]] = {lane: [] for lane in lanes}
+    sent = dict.fromkeys(lanes, 0)
     errors: list[dict[str, Any]] = []
     stop = threading.Event()
     lock = threading.Lock()
@@ -333,6 +444,44 @@ def steady(
             if last:
                 return
 
+    def generators() -> None:
+        r = 0
+        while True:
+            last = stop.is_set()
+            tags = [f"g{r}-{k}" for k in range(streams)]
+            refs = [_consume.remote(tag, items) for tag in tags]
+            with lock:
+                sent["generator items"] += items * len(tags)
+            results = ray.get(refs, timeout=round_timeout_s)
+            with lock:
+                for tag, got in zip(tags, results, strict=True):
+                    counts["generator items"] += len(got["indices"])
+                    if got != {"indices": list(range(items)), "bytes": items * ITEM_BYTES}:
+                        wrong["generator items"].append([tag, got["indices"], got["bytes"]])
+            r += 1
+            if last:
+                return
+            time.sleep(0.5)
+
+    def borrowed() -> None:
+        r = 0
+        while True:
+            last = stop.is_set()
+            tags = [f"b{r}-{k}" for k in range(borrows)]
+            refs = [_borrow.remote([_create.remote(tag)]) for tag in tags]
+            with lock:
+                sent["borrowed objects"] += len(tags)
+            results = ray.get(refs, timeout=round_timeout_s)
+            with lock:
+                for tag, got in zip(tags, results, strict=True):
+                    counts["borrowed objects"] += 1
+                    if got != {"tag": tag, "bytes": BORROWED_BYTES}:
+                        wrong["borrowed objects"].append([tag, got])
+            r += 1
+            if last:
+                return
+            time.sleep(0.5)
+
     def guarded(fn: Any, lane: str) -> None:
         try:
             fn()
@@ -340,12 +489,20 @@ def steady(
             errors.append({"lane": lane, **describe(exc)})
 
     threads = [
-        threading.Thread(target=guarded, args=(tasks, "tasks"), daemon=True),
-        threading.Thread(target=guarded, args=(calls, "actor calls"), daemon=True),
+        threading.Thread(target=guarded, args=(fn, lane), daemon=True)
+        for fn, lane in zip((tasks, calls, generators, borrowed), lanes, strict=True)
     ]
     for thread in threads:
         thread.start()
-    emit("steady_running", actors=actors, parents=parents, width=width)
+    emit(
+        "steady_running",
+        actors=actors,
+        parents=parents,
+        width=width,
+        streams=streams,
+        items=items,
+        borrows=borrows,
+    )
     before = dict(counts)
     stopped_at = None
     while any(t.is_alive() for t in threads):

@@ -299,7 +299,7 @@ def _check_report(alluredir: Path, tmp_path: Path, capsys: pytest.CaptureFixture
     assert "raychaos: report" in capsys.readouterr().out
     page = out.read_text()
     claims = load_catalogue().ids
-    assert len(claims) == 82
+    assert len(claims) == 85
     for claim in claims:
         assert f"<tr><th>{claim}</th>" in page, claim
 

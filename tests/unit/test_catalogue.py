@@ -50,8 +50,8 @@ def marker_ids() -> dict[str, set[str]]:
 
 def test_the_shipped_catalogue_has_every_claim_once_with_every_field() -> None:
     catalogue = load_catalogue()
-    assert len(catalogue) == 82
-    assert len(set(catalogue.ids)) == 82
+    assert len(catalogue) == 85
+    assert len(set(catalogue.ids)) == 85
     assert catalogue.ids[:2] == ("TASK-01", "TASK-02")
     assert catalogue.ids[-2:] == ("INV-01", "INV-02")
     for claim in catalogue:
@@ -63,7 +63,7 @@ def test_the_shipped_catalogue_has_every_claim_once_with_every_field() -> None:
     per_family = {f: sum(1 for c in catalogue if c.family == f) for f in FAMILIES}
     assert per_family == {
         "TASK": 5, "OBJ": 6, "ACTOR": 5, "NODE": 4, "GCS": 7, "NET": 2, "STORE": 3,
-        "OOM": 2, "VER": 3, "SCHED": 5, "PEND": 6, "TENANT": 5, "SERVE": 7, "CHURN": 7, "AUTOSCALE": 9, "ADVICE": 4,
+        "OOM": 2, "VER": 3, "SCHED": 5, "PEND": 6, "TENANT": 5, "SERVE": 7, "CHURN": 10, "AUTOSCALE": 9, "ADVICE": 4,
         "INV": 2,
     }  # fmt: skip
     assert load_catalogue() is catalogue  # read once per process
@@ -181,8 +181,8 @@ def test_raychaos_claims_lists_id_family_fault_and_scope(
     assert "the worker process executing a task is killed with SIGKILL" in lines[0]
     gcs06 = next(n for n, line in enumerate(lines) if line.startswith("GCS-06"))
     assert lines[gcs06 + 1].strip().startswith("scope: since 2.57.0; ")
-    assert sum(1 for line in lines if not line.startswith(" ")) == 82
-    assert err.strip() == "82 of 82 claims"
+    assert sum(1 for line in lines if not line.startswith(" ")) == 85
+    assert err.strip() == "85 of 85 claims"
 
 
 def test_raychaos_claims_json_and_patterns(capsys: pytest.CaptureFixture[str]) -> None:

@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
-from chaos.nemesis.churn import choose
-from chaos.spec.schedule import Role, Strike, StrikeKind
+from typing import cast
+
+import pytest
+
+from chaos.errors import ChaosError
+from chaos.nemesis.churn import Churn, choose
+from chaos.nemesis.nemesis import Nemesis
+from chaos.spec.schedule import Role, Schedule, Strike, StrikeKind
 
 WORKERS = ["worker-3", "worker-1", "worker-2"]
 
@@ -39,3 +45,11 @@ def test_the_head_only_when_the_strike_says_so() -> None:
         choose(strike(StrikeKind.KILL_NODE, p), head="head", workers=WORKERS, out=())[0]
         for p in range(10)
     }
+
+
+def test_rpc_failure_strikes_need_a_workload_for_their_driver() -> None:
+    schedule = Schedule.build(
+        3, kinds=["kill_node"], duration_s=60, interval_s=20, cover=["rpc_failure"]
+    )
+    with pytest.raises(ChaosError, match="rpc_failure strikes but no workload"):
+        Churn(cast("Nemesis", object()), schedule)

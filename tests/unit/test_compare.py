@@ -138,7 +138,7 @@ def test_compare_two_releases_of_one_directory(upgrade: Path) -> None:
     assert (base.release, candidate.release) == ("2.59.0", "2.60.0")
     result = compare(base, candidate, load_catalogue())
     rows = {r.claim: r for r in result.rows}
-    assert len(rows) == 82
+    assert len(rows) == 85
     assert rows["TASK-01"].change == UNCHANGED and rows["TASK-01"].base.verdict == "passed"
     assert rows["OBJ-01"].change == REGRESSION
     assert rows["OBJ-01"].detail == "AssertionError: the read failed"
@@ -184,7 +184,7 @@ def test_compare_command_prints_markdown_writes_html_and_fails_on_a_regression(
         "| TASK-01 | passed | passed | unchanged |  |",
         "| TASK-02 | passed | passed | unchanged |  |",
     ]
-    assert re.search(r"^Not run on either side: 74 claims$", out, re.M), out
+    assert re.search(r"^Not run on either side: 77 claims$", out, re.M), out
     assert "| ACTOR-01 |" not in out  # not run anywhere: counted, not tabled
     assert out.rstrip().endswith("Result: 1 regression(s)")
     assert f"raychaos: compare page {page}" in err
@@ -327,7 +327,7 @@ def test_coverage_counts_each_release_and_a_skip_verifies_nothing(
     cov = coverage(load_raychaos(r.directory), catalogue)
     assert cov.releases == ("2.59.0", "2.60.0")
     assert cov.counts("2.60.0") == {
-        "verified": 81, "finding": 1, "skipped": 0, "failed/broken": 0, "missing": 0,
+        "verified": 84, "finding": 1, "skipped": 0, "failed/broken": 0, "missing": 0,
     }  # fmt: skip
     assert cov.counts("2.59.0")["skipped"] == 1
     assert cov.cell("VER-01", "2.59.0").shown == "skipped 1/2"
@@ -336,12 +336,12 @@ def test_coverage_counts_each_release_and_a_skip_verifies_nothing(
     assert raychaos("coverage", str(r.directory)) == 1
     out = capsys.readouterr().out
     assert out.splitlines()[0].startswith(
-        f"raychaos coverage of {r.directory}: 82 claims × Ray 2.59.0, 2.60.0"
+        f"raychaos coverage of {r.directory}: 85 claims × Ray 2.59.0, 2.60.0"
     )
     assert re.search(r"^VER-01 +skipped 1/2 +passed +✗$", out, re.M), out
     assert re.search(r"^NET-01 +passed +finding 1/2$", out, re.M), out
-    assert "Ray 2.59.0: 81 verified, 0 finding, 1 skipped, 0 failed/broken, 0 missing" in out
-    assert "on every release: 81/82 claims" in out
+    assert "Ray 2.59.0: 84 verified, 0 finding, 1 skipped, 0 failed/broken, 0 missing" in out
+    assert "on every release: 84/85 claims" in out
 
 
 def test_postconditions_after_a_finding_are_verified_not_a_finding(tmp_path: Path) -> None:
@@ -371,10 +371,10 @@ def test_coverage_exit_codes_strict_and_selected_claims(
     assert raychaos("coverage", d, "--claims", "TASK-0[12],NET-01") == 0
     assert raychaos("coverage", d, "--claims", "TASK-0[12],NET-01", "--strict") == 1
     assert raychaos("coverage", d, "--claims", "NET-02") == 1
-    assert raychaos("coverage", d) == 1  # 68 claims missing
+    assert raychaos("coverage", d) == 1  # 81 claims missing
     out = capsys.readouterr().out
     assert re.search(r"^NET-02 +finding gone +✗$", out, re.M), out
-    assert "Ray 2.60.0: 2 verified, 1 finding, 0 skipped, 1 failed/broken, 78 missing" in out
+    assert "Ray 2.60.0: 2 verified, 1 finding, 0 skipped, 1 failed/broken, 81 missing" in out
     assert "not in the claim catalogue: MY-01" in out
     assert verdict_of(load_results(r.directory).tests[0]) in {"passed", "finding", "finding gone"}
 

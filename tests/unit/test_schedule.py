@@ -86,3 +86,26 @@ def test_a_recorded_schedule_reads_back_equal() -> None:
 def test_bad_options_are_one_clear_error(overrides: dict[str, object], says: str) -> None:
     with pytest.raises(SpecError, match=says):
         build(1, **overrides)
+
+
+def test_covered_kinds_strike_once_each_and_change_nothing_else() -> None:
+    plain = build(11, duration_s=100, interval_s=25, max_concurrent=1)
+    covered = build(11, duration_s=100, interval_s=25, max_concurrent=1, cover=["rpc_failure"])
+    assert [s.kind for s in covered.strikes].count(StrikeKind.RPC_FAILURE) == 1
+    changed = [
+        (a.index, a.kind, b.kind)
+        for a, b in zip(plain.strikes, covered.strikes, strict=True)
+        if a != b
+    ]
+    assert len(changed) == 1 and changed[0][2] is StrikeKind.RPC_FAILURE
+    assert [(s.at_s, s.pick, s.hold_s) for s in plain.strikes] == [
+        (s.at_s, s.pick, s.hold_s) for s in covered.strikes
+    ]
+    assert covered == build(
+        11, duration_s=100, interval_s=25, max_concurrent=1, cover=["rpc_failure"]
+    )
+
+
+def test_covering_more_kinds_than_strikes_is_one_clear_error() -> None:
+    with pytest.raises(SpecError, match="cover"):
+        build(1, duration_s=40, interval_s=20, max_concurrent=1, cover=list(KINDS))
