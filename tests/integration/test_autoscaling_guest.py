@@ -46,11 +46,17 @@ SPEC = dict(
         "update_interval_s": 1,
     }},
 )
+# The GCS address is given: a bare ray.init() right after the boot may find no address file
+# yet (`ray start --head` writes it after its node is ALIVE) and start a cluster of its own.
 DEMAND = (
-    "import ray, time; ray.init();"
+    "import ray, time; ray.init(address=ADDRESS);"
     "f = ray.remote(num_cpus=1)(lambda: time.sleep(5));"
     "ray.get([f.remote() for _ in range(2)], timeout=300)"
 )
+
+
+def demand(cluster):
+    return DEMAND.replace("ADDRESS", '"' + cluster.plan.gcs_address + '"')
 
 
 def count(events, n):
@@ -60,7 +66,7 @@ def count(events, n):
 @pytest.mark.cluster(**SPEC)
 def test_scales_from_zero_to_the_demand_and_back(ray_cluster):
     assert not launches(ray_cluster)
-    driver = ray_cluster.exec("head", ["python", "-c", DEMAND], timeout=300)
+    driver = ray_cluster.exec("head", ["python", "-c", demand(ray_cluster)], timeout=300)
     assert driver.ok, driver.output
     launched = len(launches(ray_cluster))
     assert launched >= 1, "the demand launched nothing"
@@ -72,7 +78,7 @@ def test_scales_from_zero_to_the_demand_and_back(ray_cluster):
 
 @pytest.mark.cluster(**SPEC)
 def test_hangs_mid_scale_up(ray_cluster):
-    background = ["sh", "-c", f"nohup python -c '{{DEMAND}}' >/tmp/demand.log 2>&1 &"]
+    background = ["sh", "-c", f"nohup python -c '{{demand(ray_cluster)}}' >/tmp/demand.log 2>&1 &"]
     assert ray_cluster.exec("head", background, timeout=60).ok
     wait_until(lambda: count(lambda: launches(ray_cluster), 1), 120, "a first launch")
     booted = {{
