@@ -56,11 +56,18 @@ REDIS_GONE_S = 30.0
 REDIS_HEARTBEAT_MS = 100
 #: The health check's PING failing (redis_context.cc, RedisResponseFn).
 PING_FAILED = "Redis request [PING] failed"
-#: The two ways the GCS ends on a lost Redis: a request (the health check's PING, or any
-#: table write in flight at the kill) runs out of retries (RedisRequestContext::Run), or
-#: the health check's callback gets an error status (gcs_server.cc, RAY_CHECK_OK). Which
-#: comes first is a race between requests sent within one heartbeat of each other.
-REDIS_FATALS = ("Failed to run redis cmds: [", "Redis connection failed unexpectedly")
+#: The ways the GCS ends on a lost Redis: a request (the health check's PING, or any table
+#: write in flight at the kill) runs out of retries (RedisRequestContext::Run); the health
+#: check's callback gets an error status (gcs_server.cc, RAY_CHECK_OK); or, once the PING's
+#: retry has reset the connection, the async context's I/O handler fails its own check
+#: (redis_async_context.cc, RedisAsyncContext::HandleIo: "redis_async_context_ must not be
+#: NULL", which Ray words as a likely bug; seen once, 150 ms after the first failed PING,
+#: 5 December 2026). Which comes first is a race between requests sent within one heartbeat.
+REDIS_FATALS = (
+    "Failed to run redis cmds: [",
+    "Redis connection failed unexpectedly",
+    "redis_async_context_ must not be NULL",
+)
 GCS_LOGS = "/tmp/ray/session_latest/logs/gcs_server.*"
 #: Host and container share one clock; Ray stamps milliseconds.
 CLOCK_SLACK_S = 0.5

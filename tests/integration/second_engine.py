@@ -140,7 +140,7 @@ class SecondEngine:
             str(self.base / "daemon.json"),
             # A default bridge of its own: `--bridge none` makes dockerd delete the host's
             # docker0 at start (daemon_unix.go removeDefaultBridgeInterface), breaking the
-            # main engine's builds.
+            # main engine's default network (so does a restart on a stored network: start()).
             "--bridge",
             self.bridge,
             "--iptables=false",
@@ -165,6 +165,13 @@ class SecondEngine:
         if self.storage_driver:
             config["storage-driver"] = self.storage_driver
         (self.base / "daemon.json").write_text(json.dumps(config))
+        # A restart must find no stored network: dockerd 20.10, finding its persisted default
+        # "bridge" network with an address pool set and live-restore off, deletes it and then
+        # the link named docker0, hard-coded: the host's, the main engine's (daemon_unix.go,
+        # removeDefaultBridgeInterface). halt() noted the old networks' bridges; stop()
+        # deletes them.
+        shutil.rmtree(self.data_root / "network", ignore_errors=True)
+        host_bridge = Path("/sys/class/net/docker0").exists()
         _own_bridge(self.bridge, self.bridge_cidr)
         self.bridges.add(self.bridge)
         self.allow_bridged()
@@ -199,6 +206,8 @@ class SecondEngine:
                 raise RuntimeError(f"dockerd did not answer in {START_WITHIN_S:.0f} s")
             time.sleep(0.2)
         self.started_in = time.monotonic() - started
+        if host_bridge and not Path("/sys/class/net/docker0").exists():
+            raise RuntimeError("starting the second dockerd deleted the host's docker0")
         return self
 
     def client(self, timeout: int = 120) -> docker.DockerClient:
