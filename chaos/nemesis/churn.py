@@ -3,7 +3,8 @@
 A background thread takes the schedule's strikes in order, each at its offset, and strikes it
 through the experiment's :class:`~chaos.nemesis.nemesis.Nemesis` (the same faults, proven and
 recorded as any other): a node kill, a raylet kill, a worker-process kill, a preemption (a
-drain with a short notice, then the kill once the notice has run out), a pause, or RPC
+drain with a short notice, then the kill once the notice has run out), a pause, a partition
+that cuts the node off from every other node (then reconnected and restarted), or RPC
 failures (a driver on the drivers' node whose own task pushes fail, by Ray's injection, and
 which runs a few retried tasks while the other strikes go on). A node taken out is
 replaced after the strike's hold, as a cloud replaces an instance: its container starts again
@@ -64,6 +65,15 @@ class Struck:
     #: Seconds after the schedule started, as it happened.
     at_s: float
     skipped: str = ""
+
+
+def _nodes_of(fault: Any) -> set[str]:
+    """The nodes a fault names: its ``node``, or a partition's cut-off group."""
+    node = getattr(fault, "node", None)
+    if node is not None:
+        return {node}
+    groups = getattr(fault, "groups", None) or ()
+    return set(groups[0]) if groups else set()
 
 
 def choose(
@@ -210,14 +220,20 @@ class Churn:
             return [(drain.deadline - self.started_at, "preempt", (drain, hold_end))]
         elif strike.kind is StrikeKind.PAUSE:
             self.nemesis.pause_node(node)
+        elif strike.kind is StrikeKind.PARTITION:
+            rest = sorted(n for n in cluster.nodes if n != node)
+            self.nemesis.partition([[node], rest])
         return [(hold_end, "replace", node)]
 
     def _replace(self, node: str) -> None:
-        """The node comes back: a paused one is thawed, any other restarts as a new node."""
-        faults = [f for f in self.nemesis.faults if getattr(f, "node", None) == node]
+        """The node comes back: a paused one is thawed; a cut-off one is reconnected and, as
+        any other, restarts as a new node (the GCS may have declared it dead meanwhile)."""
+        faults = [f for f in self.nemesis.faults if node in _nodes_of(f)]
         if faults and faults[-1].kind == "pause_node":
             self.nemesis.heal(faults[-1])
         else:
+            if faults and faults[-1].kind == "partition":
+                self.nemesis.heal(faults[-1])
             self.nemesis.restart_node(node)
         self._out.discard(node)
         self.nemesis.cluster.history.record(

@@ -37,6 +37,10 @@ class StrikeKind(StrEnum):
     PREEMPT = "preempt"
     #: The container is frozen (SIGSTOP via the cgroup freezer) for the hold, then thawed.
     PAUSE = "pause"
+    #: The node is cut off from every other node (iptables, both ways, established
+    #: connections too) for the hold; then reconnected and, since the GCS may have declared it
+    #: dead meanwhile, restarted as a new node.
+    PARTITION = "partition"
     #: Ray's RPC failure injection: a driver on the drivers' node whose own first pushes of
     #: tasks fail (lost requests or replies) runs a few retried tasks, while the schedule
     #: goes on around it (``chaos.nemesis.churn``). No node is taken; the role is ignored.
@@ -45,7 +49,13 @@ class StrikeKind(StrEnum):
 
 #: Kinds that take a node out of the cluster until the harness replaces it.
 TAKES_NODE: frozenset[StrikeKind] = frozenset(
-    {StrikeKind.KILL_NODE, StrikeKind.KILL_RAYLET, StrikeKind.PREEMPT, StrikeKind.PAUSE}
+    {
+        StrikeKind.KILL_NODE,
+        StrikeKind.KILL_RAYLET,
+        StrikeKind.PREEMPT,
+        StrikeKind.PAUSE,
+        StrikeKind.PARTITION,
+    }
 )
 
 

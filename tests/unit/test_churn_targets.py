@@ -7,8 +7,10 @@ from typing import cast
 import pytest
 
 from chaos.errors import ChaosError
-from chaos.nemesis.churn import Churn, choose
+from chaos.nemesis.churn import Churn, _nodes_of, choose
+from chaos.nemesis.host import KillNode
 from chaos.nemesis.nemesis import Nemesis
+from chaos.nemesis.network import Partition
 from chaos.spec.schedule import Role, Schedule, Strike, StrikeKind
 
 WORKERS = ["worker-3", "worker-1", "worker-2"]
@@ -53,3 +55,9 @@ def test_rpc_failure_strikes_need_a_workload_for_their_driver() -> None:
     )
     with pytest.raises(ChaosError, match="rpc_failure strikes but no workload"):
         Churn(cast("Nemesis", object()), schedule)
+
+
+def test_a_replacement_finds_the_fault_by_its_node_a_partition_by_its_cut_off_side() -> None:
+    assert _nodes_of(Partition([["worker-1"], ["head", "worker-2"]])) == {"worker-1"}
+    assert _nodes_of(KillNode("worker-2")) == {"worker-2"}
+    assert _nodes_of(object()) == set()
