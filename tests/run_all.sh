@@ -3,8 +3,8 @@
 #   1. the harness's own tests (unit, plugin, integration on real Docker, and the spread over a
 #      second dockerd started and stopped by tests/integration/test_engines.py);
 #   2. the experiment suite on the default Ray release, into reports/allure-results;
-#   3. a shorter pass on the previous release (node-level claims, the preempted spot node, a
-#      pod's graceful stop, an autoscaler scaling up and down, v1 and v2), into
+#   3. a shorter pass on the previous release (node-level claims, the preempted spot node, RPC
+#      failures, a pod's graceful stop, an autoscaler scaling up and down, v1 and v2), into
 #      reports/allure-previous (its image builds in the background during step 1);
 #   4. a comparison of the two (exit 1 on a regression: passed there, failed or broken here);
 #   5. claim coverage of the default release (every claim verified or a recorded finding).
@@ -26,7 +26,7 @@ pytest tests/ -n 2
 pytest experiments/ -n 3 --dist worksteal --alluredir reports/allure-results
 wait "$build" || { echo "building Ray $previous failed:"; tail -20 reports/previous-image.log; exit 1; }
 pytest experiments/ -n 3 --dist worksteal --raychaos-ray-version "$previous" \
-  --raychaos-claims 'TASK-*,OBJ-*,ACTOR-*,NODE-*,CHURN-03,CHURN-08,AUTOSCALE-01,AUTOSCALE-04' \
+  --raychaos-claims 'TASK-*,OBJ-*,ACTOR-*,NODE-*,CHURN-03,CHURN-06,CHURN-07,CHURN-08,AUTOSCALE-01,AUTOSCALE-04' \
   --alluredir reports/allure-previous
 raychaos compare reports/allure-previous reports/allure-results -o reports/compare.html
 raychaos coverage reports/allure-results
