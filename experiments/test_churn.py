@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import statistics
 import time
+from collections import Counter
 from typing import Any
 
 import pytest
@@ -20,6 +21,7 @@ from chaos.experiment import Experiment
 from chaos.nemesis.churn import RPC_PROBE, RPC_PROBE_S, Churn
 from chaos.nemesis.drain import IDLE_TERMINATION, PREEMPTED_MESSAGE, request_drain
 from chaos.spec.schedule import Schedule
+from chaos.waits import poll
 from chaos.workload.run import WorkloadRun
 
 #: Three workers of 3 CPUs: the spot node holds two actors and a task (one CPU each), and
@@ -198,15 +200,27 @@ def test_a_preempted_spot_node(experiment: Experiment, end: str) -> None:
     assert task["value"]["execution"] == 3, task["value"]
 
 
-def _per_second(
-    run: WorkloadRun, lane: str, start: float, end: float, *, busy_only: bool = False
-) -> list[int]:
-    """The lane's completions per second in [start, end) (``busy_only``: seconds in which
-    any work completed, which leaves out the workload's start)."""
-    seconds = [e for e in run.events("load_second") if start <= e.t < end]
-    if busy_only:
-        seconds = [e for e in seconds if sum(e.get("ok", {}).values()) > 0]
+def _per_second(run: WorkloadRun, lane: str, start: float, end: float) -> list[int]:
+    """The lane's completions per second reported in (start, end)."""
+    seconds = [e for e in run.events("load_second") if start < e.t < end]
     return [int(e.get("ok", {}).get(lane, 0)) for e in seconds]
+
+
+def _every_lane_going(run: WorkloadRun, timeout: float) -> float:
+    """The time of the first per-second report by which every lane had completed something."""
+    found: list[float] = []
+
+    def check() -> None:
+        done: Counter[str] = Counter()
+        for event in run.events("load_second"):
+            done.update(event.get("ok", {}))
+            if all(done[lane] for lane in LANES):
+                found.append(event.t)
+                return
+        raise AssertionError(f"not every lane has completed something yet: {dict(done)}")
+
+    poll(check, timeout)
+    return found[0]
 
 
 @pytest.mark.claim("CHURN-01", "CHURN-02", "CHURN-09", "CHURN-10")
@@ -243,13 +257,12 @@ def test_steady_work_under_a_seeded_killer(
     )
     experiment.measure("CHURN schedule", schedule.as_dict())
     run = cluster.run("workloads.churn:steady", timeout=churn_s + 20 * REPLACE_S)
-    running = run.wait_for("steady_running", timeout=120)[0]
-    # The baseline: STEADY_S seconds in which work completed (actors take a while to start).
+    run.wait_for("steady_running", timeout=120)
+    # The baseline: STEADY_S seconds once every lane has completed something (actors take a
+    # while to start, and a lane's first round may end well after another's).
+    warm = _every_lane_going(run, timeout=180)
     run.wait_for(
-        "load_second",
-        count=int(STEADY_S),
-        timeout=STEADY_S + 120,
-        where=lambda e: sum(e.get("ok", {}).values()) > 0,
+        "load_second", count=int(STEADY_S), timeout=STEADY_S + 120, where=lambda e: e.t > warm
     )
     with Churn(experiment.nemesis, schedule, rpc_workload="workloads.churn:rpc_probe") as churn:
         struck = churn.join(timeout=churn_s + len(schedule.strikes) * REPLACE_S)
@@ -272,7 +285,7 @@ def test_steady_work_under_a_seeded_killer(
         )
     for lane in LANES:
         phases = {
-            "before": _per_second(run, lane, running.t, churn.started_at, busy_only=True),
+            "before": _per_second(run, lane, warm, churn.started_at),
             "during": _per_second(run, lane, churn.started_at, ended),
             "after": _per_second(run, lane, ended, time.time()),
         }

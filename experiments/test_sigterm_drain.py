@@ -32,9 +32,10 @@ from chaos.nemesis.drain import GRACEFUL_DRAIN_ENV, SIGTERM_MESSAGE
 DRAIN_TIMEOUT_S = 15.0
 #: The quiet node's task: it has started before the SIGTERM and ends this long after it began.
 TASK_S = 8.0
-#: A node that unregisters itself is DEAD in the GCS within this of its raylet's exit (the
-#: GCS records the time it is told; 0.3 s seen for a SIGTERMed raylet in CHURN-04).
-UNREGISTER_S = 3.0
+#: The busy node is DEAD in the GCS within this after the knob's timeout, counted from the
+#: host's exec of the signal: the exec's own delay on a loaded host, then the raylet's
+#: unregistering (0.3 s seen for a SIGTERMed raylet in CHURN-04). 15.04-15.48 s seen in all.
+UNREGISTER_S = 5.0
 #: ``DeathReason`` AUTOSCALER_DRAIN_PREEMPTED (``gcs.proto`` NodeDeathInfo.Reason).
 AUTOSCALER_DRAIN_PREEMPTED = 3
 
@@ -110,6 +111,9 @@ def test_a_sigterm_drains_a_blocking_node_before_it_ends(experiment: Experiment)
     # The busy node: never idle, so it ended at the timeout, and its actor with it. Whether
     # the GCS then records a preemption is a race inside Ray (see the module's docstring):
     # measured, not judged.
+    experiment.measure(
+        "CHURN-08 busy: the drain's deadline as the GCS listed it", busy.drain_deadline
+    )
     assert DRAIN_TIMEOUT_S <= ended["busy"] <= DRAIN_TIMEOUT_S + UNREGISTER_S, (
         f"a busy draining node ends at the {DRAIN_TIMEOUT_S:g} s timeout: {ended}"
     )

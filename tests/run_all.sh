@@ -21,11 +21,9 @@ trap 'kill "$build" 2>/dev/null || true' EXIT
 pytest tests/ -n 2
 # Three clusters at a time, not four: on CI's 2 cores a fourth starved a running cluster's
 # raylets past the experiments' 1 s × 3 health checks (the driver node marked DEAD mid-NODE-01).
-# worksteal: a worker that runs out takes queued experiments from the others, so the run does
-# not end with one worker alone on a queue of its own.
-pytest experiments/ -n 3 --dist worksteal --alluredir reports/allure-results
+pytest experiments/ -n 3 --alluredir reports/allure-results
 wait "$build" || { echo "building Ray $previous failed:"; tail -20 reports/previous-image.log; exit 1; }
-pytest experiments/ -n 3 --dist worksteal --raychaos-ray-version "$previous" \
+pytest experiments/ -n 3 --raychaos-ray-version "$previous" \
   --raychaos-claims 'TASK-*,OBJ-*,ACTOR-*,NODE-*,CHURN-03,CHURN-06,CHURN-07,CHURN-08,AUTOSCALE-01,AUTOSCALE-04' \
   --alluredir reports/allure-previous
 raychaos compare reports/allure-previous reports/allure-results -o reports/compare.html

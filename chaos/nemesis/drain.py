@@ -187,8 +187,10 @@ class TerminateNode(KillNode):
     Verified once the signal is seen: the process is gone, or its node is draining."""
 
     pid: int = field(default=0, init=False)
-    #: Whether the GCS was seen listing the node as draining (else the process was gone).
+    #: Whether the GCS was seen listing the node as draining (else the process was gone),
+    #: and the deadline it listed (s since the epoch: when the handler ends what is left).
     seen_draining: bool = field(default=False, init=False)
+    drain_deadline: float | None = field(default=None, init=False)
     kind = "terminate_node"
 
     def prepare(self, cluster: Cluster) -> None:
@@ -207,11 +209,18 @@ class TerminateNode(KillNode):
         run(cluster, self.node, ["kill", "-TERM", str(self.pid)], timeout=15)
 
     def verify(self, cluster: Cluster) -> None:
-        if self.node_id in draining(cluster):
+        listed = draining(cluster)
+        if self.node_id in listed:
             self.seen_draining = True
+            self.drain_deadline = listed[self.node_id] or None
             return
         assert_gone(cluster, self.node, self.pid)
 
     @property
     def details(self) -> dict[str, Any]:
-        return {"node_id": self.node_id, "pid": self.pid, "seen_draining": self.seen_draining}
+        return {
+            "node_id": self.node_id,
+            "pid": self.pid,
+            "seen_draining": self.seen_draining,
+            "drain_deadline": self.drain_deadline,
+        }
