@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from typing import Any
 
 import ray
@@ -405,92 +406,77 @@ def steady(
     stop = threading.Event()
     lock = threading.Lock()
 
-    def tasks() -> None:
-        i = 0
+    # Each lane: what one round submits (keys, refs, items sent), how one result is judged
+    # (items done, the wrong entry or None), and the pause between rounds.
+    Judge = Callable[[Any, Any], tuple[int, list[Any] | None]]
+    Submit = Callable[[int], tuple[list[Any], list[Any], int]]
+
+    def rounds(lane: str, submit: Submit, judge: Judge, pause_s: float) -> None:
+        r = 0
         while True:
             last = stop.is_set()
-            ids = list(range(i, i + parents))
-            refs = [_parent.remote(n, width) for n in ids]
+            keys, refs, items_sent = submit(r)
             with lock:
-                sent["tasks"] += len(ids)
+                sent[lane] += items_sent
             values = ray.get(refs, timeout=round_timeout_s)
             with lock:
-                for n, v in zip(ids, values, strict=True):
-                    counts["tasks"] += 1
-                    if v != _expected_parent(n, width):
-                        wrong["tasks"].append([n, v])
-            i += parents
-            if last:
-                return
-
-    def calls() -> None:
-        seq = 0
-        while True:
-            last = stop.is_set()
-            refs = {
-                (k, s): h.step.remote(s)
-                for k, h in enumerate(handles)
-                for s in range(seq, seq + batch)
-            }
-            with lock:
-                sent["actor calls"] += len(refs)
-            values = ray.get(list(refs.values()), timeout=round_timeout_s)
-            with lock:
-                for (k, s), v in zip(refs, values, strict=True):
-                    counts["actor calls"] += 1
-                    if v != s:
-                        wrong["actor calls"].append([k, s, v])
-            seq += batch
-            if last:
-                return
-
-    def generators() -> None:
-        r = 0
-        while True:
-            last = stop.is_set()
-            tags = [f"g{r}-{k}" for k in range(streams)]
-            refs = [_consume.remote(tag, items) for tag in tags]
-            with lock:
-                sent["generator items"] += items * len(tags)
-            results = ray.get(refs, timeout=round_timeout_s)
-            with lock:
-                for tag, got in zip(tags, results, strict=True):
-                    counts["generator items"] += len(got["indices"])
-                    if got != {"indices": list(range(items)), "bytes": items * ITEM_BYTES}:
-                        wrong["generator items"].append([tag, got["indices"], got["bytes"]])
+                for key, value in zip(keys, values, strict=True):
+                    done, bad = judge(key, value)
+                    counts[lane] += done
+                    if bad is not None:
+                        wrong[lane].append(bad)
             r += 1
             if last:
                 return
-            time.sleep(0.5)
+            time.sleep(pause_s)
 
-    def borrowed() -> None:
-        r = 0
-        while True:
-            last = stop.is_set()
-            tags = [f"b{r}-{k}" for k in range(borrows)]
-            refs = [_borrow.remote([_create.remote(tag)]) for tag in tags]
-            with lock:
-                sent["borrowed objects"] += len(tags)
-            results = ray.get(refs, timeout=round_timeout_s)
-            with lock:
-                for tag, got in zip(tags, results, strict=True):
-                    counts["borrowed objects"] += 1
-                    if got != {"tag": tag, "bytes": BORROWED_BYTES}:
-                        wrong["borrowed objects"].append([tag, got])
-            r += 1
-            if last:
-                return
-            time.sleep(0.5)
+    def parents_of(r: int) -> tuple[list[Any], list[Any], int]:
+        ids = list(range(r * parents, (r + 1) * parents))
+        return ids, [_parent.remote(n, width) for n in ids], len(ids)
 
-    def guarded(fn: Any, lane: str) -> None:
+    def calls_of(r: int) -> tuple[list[Any], list[Any], int]:
+        keys = [(k, s) for k in range(len(handles)) for s in range(r * batch, (r + 1) * batch)]
+        return keys, [handles[k].step.remote(s) for k, s in keys], len(keys)
+
+    def streams_of(r: int) -> tuple[list[Any], list[Any], int]:
+        tags = [f"g{r}-{k}" for k in range(streams)]
+        return tags, [_consume.remote(tag, items) for tag in tags], items * len(tags)
+
+    def borrows_of(r: int) -> tuple[list[Any], list[Any], int]:
+        tags = [f"b{r}-{k}" for k in range(borrows)]
+        return tags, [_borrow.remote([_create.remote(tag)]) for tag in tags], len(tags)
+
+    whole = {"indices": list(range(items)), "bytes": items * ITEM_BYTES}
+    plan: list[tuple[Submit, Judge, float]] = [
+        (parents_of, lambda n, v: (1, None if v == _expected_parent(n, width) else [n, v]), 0.0),
+        (calls_of, lambda ks, v: (1, None if v == ks[1] else [*ks, v]), 0.0),
+        (
+            streams_of,
+            lambda tag, got: (
+                len(got["indices"]),
+                None if got == whole else [tag, got["indices"], got["bytes"]],
+            ),
+            0.5,
+        ),
+        (
+            borrows_of,
+            lambda tag, got: (
+                1,
+                None if got == {"tag": tag, "bytes": BORROWED_BYTES} else [tag, got],
+            ),
+            0.5,
+        ),
+    ]
+
+    def guarded(lane: str, submit: Submit, judge: Judge, pause_s: float) -> None:
         try:
-            fn()
+            rounds(lane, submit, judge, pause_s)
         except Exception as exc:  # noqa: BLE001 - a lane that gives up is the verdict's data
             errors.append({"lane": lane, **describe(exc)})
 
     threads = [
-        threading.Thread(target=guarded, args=(fn, lane), daemon=True)
-        for fn, lane in zip((tasks, calls, generators, borrowed), lanes, strict=True)
+        threading.Thread(target=guarded, args=(lane, *how), daemon=True)
+        for lane, how in zip(lanes, plan, strict=True)
     ]
     for thread in threads:
         thread.start()
