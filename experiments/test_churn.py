@@ -29,9 +29,10 @@ from chaos.workload.run import WorkloadRun
 SPOT_WORKERS = [{"name": "worker", "count": 3, "num_cpus": 3}]
 #: The preemption notice: the drain's deadline, after which the host ends the node.
 DEADLINE_S = 10.0
-#: How long a probe task or actor may take to be placed (they need no CPU: 0-CPU work is
-#: placed in well under a second when a node takes it).
-PROBE_S = 15.0
+#: How long a probe task or actor may take to be placed. They need no CPU, but a node starts a
+#: worker process for each: 0.1-3.8 s on an idle machine, 8.9 s with three clusters on its two
+#: cores, and once more than 15 s in CI (the bound then), so the bound is generous.
+PROBE_S = 60.0
 #: CHURN-01/02's schedule in CI: a strike at a random point of every STRIKE_EVERY_S of
 #: CHURN_S, one at a time, each node out for HOLD_S before its replacement starts (Ray's
 #: nightly runs the same killer for an hour). The seed alone replays a night's schedule.
@@ -71,9 +72,23 @@ SIGKILL_FINDING = (
     "the task's retry as soon as its push fails: TaskManager::RetryTaskIfPossible reads "
     "is_preempted from its node cache, which has no death info until the GCS marks the node "
     "DEAD, and nothing on the owner's side reads the draining list; its log has no 'failed due "
-    "to node preemption' line. With SIGTERM at the deadline the raylet unregisters itself as "
+    "to node preemption' line and shows the first attempt failing 11.8 s before the GCS's "
+    "notice of the death (-n 4). With SIGTERM at the deadline the raylet unregisters itself as "
     "preempted (DEAD 0.29 s after the signal), the owner logs 'failed due to node preemption "
-    "... not counting against retries', and the task survives (the sigterm case passes)."
+    "... not counting against retries', and the task survives (the sigterm case passes, "
+    "unless the notice loses its race: SIGTERM_RACE_FINDING)."
+)
+
+
+SIGTERM_RACE_FINDING = (
+    "FINDING: (2.60.0) with SIGTERM at the deadline a task's retry is free only if the GCS's "
+    "notice of the node's death reaches the task's owner before the failed push does: "
+    "TaskManager::RetryTaskIfPossible reads the death info from the owner's node cache, which "
+    "that notice (accessor.cc 'IsAlive = 0') fills. The raylet unregisters as preempted before "
+    "it exits, so the notice usually wins (4 of 4 runs at -n 4 on 5 December 2026: 0.12-4.2 s "
+    "ahead, retry free), but CI's run of 5 December 2026 (-n 3) counted the retry: "
+    "NodeDiedError after two executions, before the order was recorded. Declared only when "
+    "the owner's own log shows the first attempt failing before the notice."
 )
 
 
@@ -165,11 +180,8 @@ def test_a_preempted_spot_node(experiment: Experiment, end: str) -> None:
     experiment.measure("CHURN-04 victim record", seen["victim_record"])
     experiment.measure("CHURN-04 victim state", seen["victim_state"])
 
-    owner_log = cluster.exec(
-        "driver",
-        ["sh", "-c", "grep -h -i preempt /tmp/ray/session_latest/logs/python-core-driver-*; true"],
-    )
-    experiment.measure("CHURN-05 the owner's log lines on preemption", owner_log.output[-3000:])
+    order = seen["owner_order"] or {}
+    experiment.measure("CHURN-05 what reached the task's owner first", order)
     experiment.measure("CHURN-05 task attempts", seen["attempts"])
     record = seen["victim_record"] or {}
     assert record.get("DeathReason") == AUTOSCALER_DRAIN_PREEMPTED, (
@@ -193,6 +205,9 @@ def test_a_preempted_spot_node(experiment: Experiment, end: str) -> None:
     assert (row["num_restarts"], row["num_restarts_due_to_node_preemption"]) == (2, 1), row
     task = seen["task"]
     if task["error"] is not None or len(seen["executions"]) != 3:
+        if end == "sigterm" and (order.get("failure_first") or order.get("error") == "WORKER_DIED"):
+            # Ray's race, proven from the owner's own log: it decided before it knew.
+            pytest.xfail(SIGTERM_RACE_FINDING)
         raise PreemptionRetryCounted(
             f"the task (max_retries=1) must survive the preemption and a kill: "
             f"{len(seen['executions'])} executions, {task['error']}"

@@ -8,8 +8,10 @@ Exceptions under test come back as data (``describe``), as in ``workloads.tasks`
 from __future__ import annotations
 
 import os
+import re
 import time
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any
 
 import ray
@@ -22,6 +24,7 @@ from workloads.tasks import (
     name_of,
     node_record,
     outcome_of,
+    owner_log,
     task_attempts,
 )
 
@@ -115,6 +118,51 @@ def _group_on(victim: str, wait_s: float) -> dict[str, Any]:
     }
 
 
+#: The owner's log lines that order its retry decision (``task_manager.cc``: "Task attempt
+#: <id> failed with error <type>") against the GCS's notice of the node's death
+#: (``accessor.cc``: "Received address and liveness notification for node, IsAlive = 0").
+_FAILED = re.compile(r"Task attempt (\w+) failed with error (\w+)")
+_STAMP = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})")
+
+
+def _stamp(line: str | None) -> float | None:
+    found = _STAMP.match(line or "")
+    return datetime.strptime(found[1], "%Y-%m-%d %H:%M:%S,%f").timestamp() if found else None
+
+
+def owner_order(victim_id: str, task_id: str) -> dict[str, Any]:
+    """What reached this driver, the task's owner, first (its log's order): the GCS's notice
+    that ``victim_id`` is dead, or the failure of the task's first attempt, which is where the
+    owner decides whether the retry is free (``TaskManager::RetryTaskIfPossible`` reads the
+    death from the same node cache that notice fills)."""
+    path = owner_log()
+    lines: list[str] = []
+    if path:
+        with open(path, errors="replace") as log:
+            lines = log.read().splitlines()
+    death = next((i for i, x in enumerate(lines) if victim_id in x and "IsAlive = 0" in x), None)
+    failed = next(
+        (i for i, x in enumerate(lines) if (m := _FAILED.search(x)) and m[1] == task_id), None
+    )
+    death_line = lines[death] if death is not None else None
+    failed_line = lines[failed] if failed is not None else None
+    t_death, t_failed = _stamp(death_line), _stamp(failed_line)
+    error = _FAILED.search(failed_line or "")
+    return {
+        "log": path,
+        # Both seen, in this order (a missing line decides nothing).
+        "death_first": death is not None and failed is not None and death < failed,
+        "failure_first": death is not None and failed is not None and failed < death,
+        "error": error[2] if error else None,
+        "death_to_failure_s": (
+            round(t_failed - t_death, 3) if t_death is not None and t_failed is not None else None
+        ),
+        "free_logged": any(task_id in x and "not counting against retries" in x for x in lines),
+        "death_line": (death_line or "")[:240],
+        "failure_line": (failed_line or "")[:240],
+    }
+
+
 def preemption(
     victim: str = "worker-1", probe_s: float = 15.0, wait_s: float = 180.0, group_s: float = 5.0
 ) -> dict:
@@ -169,7 +217,10 @@ def preemption(
     )
 
     wait_signal("drained", wait_s)
-    soft = _where.options(num_cpus=0, scheduling_strategy=_affinity(victim_id, True)).remote()
+    soft_name = f"soft-probe-{os.getpid()}"
+    soft = _where.options(
+        name=soft_name, num_cpus=0, scheduling_strategy=_affinity(victim_id, True)
+    ).remote()
     hard = _where.options(num_cpus=0, scheduling_strategy=_affinity(victim_id, False)).remote()
     newcomer = Holder.options(num_cpus=0, scheduling_strategy=_affinity(victim_id, True)).remote()
     during = {
@@ -177,6 +228,9 @@ def preemption(
         "hard": outcome_of(hard, probe_s),
         "actor": outcome_of(newcomer.where.remote(), probe_s),
     }
+    if during["soft"]["error"] is not None:
+        # Where the probe stood when the bound ran out (its state and node), for the evidence.
+        during["soft"]["attempts"] = task_attempts(soft_name, wait_s=5)
     group_during = _group_on(victim, group_s)
     during["victim"] = node_record(victim_id)
     emit(
@@ -203,6 +257,7 @@ def preemption(
     third_call = outcome_of(counter.where.remote(), wait_s)
     done = outcome_of(task, wait_s)
     record = until(lambda: node_record(victim_id), lambda r: bool(r) and not r.get("Alive"), 30)
+    attempts = task_attempts(key, wait_s=30)
     return {
         "victim_id": victim_id,
         "placed": placed,
@@ -215,7 +270,8 @@ def preemption(
         "counter_row_after_kill": _actor_row(counter),
         "task": done,
         "executions": ray.get(tally.get.remote(key)),
-        "attempts": task_attempts(key, wait_s=30),
+        "attempts": attempts,
+        "owner_order": owner_order(victim_id, attempts[0]["task_id"]) if attempts else None,
         "victim_record": record,
         "victim_state": _state_message(victim_id),
     }
@@ -223,7 +279,10 @@ def preemption(
 
 def _brief(outcome: dict[str, Any]) -> dict[str, Any]:
     value, error = outcome["value"] or {}, outcome["error"] or {}
-    return {"node_id": value.get("node_id"), "error": error.get("type"), "s": outcome["s"]}
+    brief = {"node_id": value.get("node_id"), "error": error.get("type"), "s": outcome["s"]}
+    if "attempts" in outcome:
+        brief["attempts"] = outcome["attempts"]
+    return brief
 
 
 def sigterm(

@@ -15,7 +15,6 @@ and let the workload detect the death itself (it polls ``ray.nodes()``).
 
 from __future__ import annotations
 
-import glob
 import os
 import re
 import time
@@ -30,13 +29,12 @@ from workloads.tasks import (
     describe,
     make_tally,
     name_of,
+    owner_log,
     task_attempts,
     wait_node_dead,
 )
 
 MB = 1024 * 1024
-#: Where every node writes Ray's logs (the cluster plan's RAY_LOGS).
-RAY_LOGS = "/tmp/ray/session_latest/logs"
 
 
 @ray.remote(num_cpus=1)
@@ -309,17 +307,10 @@ _EXCEEDS = re.compile(
 _EVICTED = re.compile(r"Evicted ([-0-9.e+]+)MB of task lineage")
 
 
-def _owner_log() -> str | None:
-    """This driver's own core-worker log (``python-core-driver-<worker id>_<pid>.log``)."""
-    wid = ray.get_runtime_context().get_worker_id()
-    paths = glob.glob(f"{RAY_LOGS}/python-core-driver-{wid}_{os.getpid()}.log")
-    return paths[0] if paths else None
-
-
 def _lineage_log() -> dict[str, Any]:
     """What the owner logged about lineage eviction: each budget overrun (total and limit,
     bytes, as printed in MB with 6 significant digits) and each eviction's bytes."""
-    path = _owner_log()
+    path = owner_log()
     if path is None:
         return {"path": None, "exceeded": [], "evicted": []}
     with open(path, errors="replace") as log:

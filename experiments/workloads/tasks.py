@@ -14,6 +14,7 @@ All timestamps are wall-clock ``time.time()`` (comparable with host-side events)
 
 from __future__ import annotations
 
+import glob
 import importlib
 import os
 import re
@@ -90,6 +91,17 @@ def connect() -> str:
     me = node_id()
     emit("driver_connected", driver_node=me, knobs=knobs(), ray_version=ray.__version__)
     return me
+
+
+#: Where every node writes Ray's logs (the cluster plan's RAY_LOGS).
+RAY_LOGS = "/tmp/ray/session_latest/logs"
+
+
+def owner_log() -> str | None:
+    """This driver's own core-worker log (``python-core-driver-<worker id>_<pid>.log``)."""
+    wid = ray.get_runtime_context().get_worker_id()
+    paths = glob.glob(f"{RAY_LOGS}/python-core-driver-{wid}_{os.getpid()}.log")
+    return paths[0] if paths else None
 
 
 def name_of(nid: str | None) -> str | None:
