@@ -86,9 +86,9 @@ SIGTERM_RACE = (
     "the node's death reaches the task's owner before the failed push does: "
     "TaskManager::RetryTaskIfPossible reads the death info from the owner's node cache, which "
     "that notice (accessor.cc 'IsAlive = 0') fills. The raylet unregisters as preempted before "
-    "it exits, so the notice usually wins (4 of 4 runs at -n 4 on 5 December 2026: 0.12-4.2 s "
-    "ahead, retry free), but CI's run of 5 December 2026 (-n 3) counted the retry: "
-    "NodeDiedError after two executions."
+    "it exits, so the notice usually wins (6 of 6 runs on 5 December 2026, 2.60.0 and 2.59.0, "
+    "-n 3 and -n 4: 0.12-4.2 s ahead, retry free), but CI's run of 5 December 2026 05:00 UTC "
+    "(-n 3) counted the retry: NodeDiedError after two executions."
 )
 
 
