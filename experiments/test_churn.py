@@ -30,8 +30,8 @@ SPOT_WORKERS = [{"name": "worker", "count": 3, "num_cpus": 3}]
 #: The preemption notice: the drain's deadline, after which the host ends the node.
 DEADLINE_S = 10.0
 #: How long a probe task or actor may take to be placed. They need no CPU, but a node starts a
-#: worker process for each: 0.1-3.8 s on an idle machine, 8.9 s with three clusters on its two
-#: cores, and once more than 15 s in CI (the bound then), so the bound is generous.
+#: worker process for each: 0.1-3.8 s on an idle machine, up to 20 s with four clusters on its
+#: two cores, and once more than 15 s in CI (the bound then), so the bound is generous.
 PROBE_S = 60.0
 #: CHURN-01/02's schedule in CI: a strike at a random point of every STRIKE_EVERY_S of
 #: CHURN_S, one at a time, each node out for HOLD_S before its replacement starts (Ray's
