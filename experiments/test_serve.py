@@ -498,18 +498,41 @@ def test_failing_health_checks_and_deployments_that_cannot_start(experiment: Exp
     old = always["before"]
     node = node_name(experiment, old["node_id"])
     checks = read_checks(experiment, node, old["log"])
-    run = trailing_failures(checks)
     oks = [t for t, ok in checks if ok]
     intervals = [b - a for a, b in itertools.pairwise(oks)]
     experiment.measure(
         "SERVE-02 median interval between checks (s)",
         round(statistics.median(intervals), 2) if intervals else None,
     )
-    experiment.measure("SERVE-02 failed checks in a row before the replacement", len(run))
-    assert len(run) == threshold, (
-        f"replaced after {len(run)} failed checks in a row; "
-        f"REPLICA_HEALTH_CHECK_UNHEALTHY_THRESHOLD is {threshold}: {checks[-8:]}"
+    # The controller's own verdict, from its log on the head: the replica's failures are judged
+    # against the moment it was given, not against every check the replica ran.
+    verdicts = cluster.run(
+        "workloads.serve:unhealthy_verdicts",
+        node=cluster.head.name,
+        replica_id=old["replica_id"],
+        timeout=60,
+    ).result()
+    record(experiment, "SERVE-02 the controller's unhealthy verdicts", verdicts)
+    assert len(verdicts) == 1, f"one 'marking it unhealthy' line for the replica: {verdicts}"
+    verdict = verdicts[0]
+    experiment.measure("SERVE-02 failed checks in a row at the verdict", verdict["in_a_row"])
+    assert verdict["in_a_row"] == threshold, (
+        f"marked unhealthy after {verdict['in_a_row']} failed checks in a row; "
+        f"REPLICA_HEALTH_CHECK_UNHEALTHY_THRESHOLD is {threshold}: {verdict['line']}"
     )
+    # The log stamps truncate to the millisecond; a check's RPC takes longer than that.
+    judged = [c for c in checks if c[0] < verdict["t"] + 0.001]
+    later = [c for c in checks if c[0] >= verdict["t"] + 0.001]
+    run = trailing_failures(judged)
+    experiment.measure("SERVE-02 failed checks in a row before the verdict", len(run))
+    experiment.measure("SERVE-02 checks run after the verdict", len(later))
+    assert len(run) == threshold, (
+        f"the replica ran {len(run)} failed checks in a row before the verdict; "
+        f"REPLICA_HEALTH_CHECK_UNHEALTHY_THRESHOLD is {threshold}: {checks[-8:]}, {verdict}"
+    )
+    # The pass that gives the verdict may start one more check (its period has run out); the
+    # replica is stopping from then on and is checked no more.
+    assert len(later) <= 1, f"checks after the verdict: {later} ({verdict})"
     replaced_by = always["after"]
     new_alive = first_alive(
         experiment, "ServeReplica:patient:Patient", always["set_at"], {old["actor_id"]}

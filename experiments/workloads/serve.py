@@ -20,17 +20,22 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import glob
 import json
 import os
+import re
 import threading
 import time
 import urllib.error
 import urllib.request
+from datetime import datetime
 from typing import Any
 
 import ray
 from ray import serve
 from raychaos_agent import emit, node_ip, nodes, until, wait_signal
+
+from workloads.tasks import RAY_LOGS
 
 #: Every proxy listens here (``http_options``); the suite publishes no port.
 PORT = 8000
@@ -101,6 +106,8 @@ class Patient:
         self.always = False
         self.actor_id = ray.get_runtime_context().get_actor_id()
         self.node_id = ray.get_runtime_context().get_node_id()
+        # The id the controller's log names the replica by.
+        self.replica_id = serve.get_replica_context().replica_id.unique_id
         self.log = f"/tmp/raychaos-serve-checks-{self.actor_id}.log"
         self.checks: list[tuple[float, bool]] = []
         self.lock = threading.Lock()
@@ -126,6 +133,7 @@ class Patient:
             checks = list(self.checks)
         return {
             "actor_id": self.actor_id,
+            "replica_id": self.replica_id,
             "pid": os.getpid(),
             "node_id": self.node_id,
             "log": self.log,
@@ -267,6 +275,27 @@ def deploy_patient(health_check_period_s: float, num_cpus: float) -> dict[str, A
     ).bind()
     handle = serve.run(app, name=PATIENT_APP, route_prefix="/patient")
     return {"constants": serve_constants(), "info": handle.report.remote().result(timeout_s=60)}
+
+
+#: The controller's verdict (``deployment_state.py``, ``ActorReplicaWrapper.check_health``):
+#: "Replica <id> failed the health check <n> times in a row, marking it unhealthy."
+_VERDICT = re.compile(r"failed the health check (\d+) times in a row, marking it unhealthy")
+_SERVE_STAMP = re.compile(r"^\w+ (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) ")
+
+
+def unhealthy_verdicts(replica_id: str) -> list[dict[str, Any]]:
+    """The controller's "marking it unhealthy" lines for ``replica_id``, read from its logs on
+    this node (the head): when (its local clock, ms) and after how many failures in a row."""
+    found: list[dict[str, Any]] = []
+    for path in sorted(glob.glob(f"{RAY_LOGS}/serve/controller_*.log")):
+        with open(path, errors="replace") as log:
+            for line in log:
+                verdict = _VERDICT.search(line)
+                stamp = _SERVE_STAMP.match(line)
+                if verdict and stamp and replica_id in line:
+                    when = datetime.strptime(stamp[1], "%Y-%m-%d %H:%M:%S,%f").timestamp()
+                    found.append({"t": when, "in_a_row": int(verdict[1]), "line": line.strip()})
+    return found
 
 
 def shutdown() -> dict[str, Any]:
