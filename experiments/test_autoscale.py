@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from chaos.cluster.autoscaler import launches, refusals, removals, wishes
+from chaos.cluster.readiness import START_RETRIES
 from chaos.errors import CheckFailed
 from chaos.experiment import Experiment
 from chaos.history import Kind, Source
@@ -295,6 +296,17 @@ def test_request_resources_scales_up_and_holds_nodes_until_released(
     asked = cluster.history.events("requested")[-1].t
     took = wait_until(lambda: _launched(cluster, 2), LAUNCH_S, "two nodes launched")
     experiment.measure("AUTOSCALE-06 request to 2 launches (s)", round(took, 2))
+    # The idle clock of a node starts when it joins: the hold is judged from then. (CI saw a
+    # launched node's `ray start` exit on a loaded host and join 62 s after its launch, once
+    # the harness started it again; the release had come first, so its removal came 31 s
+    # after the release, as idle since it joined.)
+    ids = [str(e.get("node_id")) for e in launches(cluster)[:2]]
+    joined = wait_until(
+        lambda: _all_alive(experiment, ids),
+        JOIN_S * (1 + START_RETRIES),
+        "both launched nodes ALIVE",
+    )
+    experiment.measure("AUTOSCALE-06 launch of the second → both ALIVE (s)", round(joined, 2))
     hold = IDLE_S + 5 * ROUND_S
     holds_for(lambda: _none_removed(cluster), hold, "no node removed while requested")
     cluster.run("workloads.autoscale:request", num_cpus=0).result(timeout=120)
@@ -424,6 +436,11 @@ def _alive(experiment: Experiment, node_id: Any) -> None:
     state = experiment.observer.latest_nodes().get(str(node_id), {}).get("state")
     if state != "ALIVE":
         raise CheckFailed(f"{node_id} is {state}")
+
+
+def _all_alive(experiment: Experiment, node_ids: list[str]) -> None:
+    for node_id in node_ids:
+        _alive(experiment, node_id)
 
 
 @pytest.mark.claim("AUTOSCALE-08")
