@@ -358,8 +358,10 @@ def test_gcs_away_longer_than_reconnect_timeout_ends_raylets_and_drivers(
 @pytest.mark.claim("GCS-07")
 @pytest.mark.parametrize("backend", ["redis"])
 def test_gcs_exits_when_its_redis_dies(experiment: Experiment, backend: str) -> None:
-    """The GCS health-checks Redis and exits when Redis is gone: the check's own fatal line is
-    in the GCS log, after the kill, and the GCS is gone soon after it."""
+    """The GCS health-checks Redis and exits when Redis is gone: its first failed PING comes
+    within two check periods of the kill, the GCS is gone soon after, and its log ends on the
+    lost Redis (a Redis fatal line before the exit, or failed Redis requests as its last
+    lines when it dies inside its Redis client with no line of its own)."""
     cluster = experiment.cluster
     head = cluster.head.name
     redis = experiment.nemesis.kill_redis()
@@ -369,6 +371,8 @@ def test_gcs_exits_when_its_redis_dies(experiment: Experiment, backend: str) -> 
 
     wait_until(gcs_gone, REDIS_GONE_S, "gcs_server exits after Redis died")
     gone = time.time()
+    experiment.waive("INV-01", "the cluster has no GCS by design")
+    experiment.waive("INV-02", "raylets may exit without a GCS")
     experiment.measure("Redis kill → GCS exit (s)", round(gone - redis.injected_at, 2))
     # The cause: the periodic Redis check's PING (gcs_server.cc, GCSServer.redis_health_check,
     # every gcs_redis_heartbeat_interval_milliseconds) fails, is retried with backoff
@@ -379,25 +383,33 @@ def test_gcs_exits_when_its_redis_dies(experiment: Experiment, backend: str) -> 
     fatal = cluster.exec(head, ["sh", "-c", f"grep -h -F {pattern} {GCS_LOGS}; true"])
     record(experiment, "GCS-07 GCS log", fatal.output)
     ended = sorted((at, needle) for needle, at in seen.items() if needle in REDIS_FATALS)
-    if not ended:
-        tail = cluster.exec(head, ["sh", "-c", f"tail -n 15 {GCS_LOGS}; true"])
-        raise AssertionError(f"the GCS did not end on a Redis failure; its log ends: {tail.output}")
-    ended_at, why = ended[0]
     assert PING_FAILED in seen, "no failed PING before the GCS ended"
     detected = round(seen[PING_FAILED] - redis.injected_at, 3)
-    retried = round(ended_at - seen[PING_FAILED], 3)
-    experiment.measure("GCS-07 the GCS ended on", fatal.output.strip().splitlines()[0][-200:])
     experiment.measure("Redis kill → first failed PING (s)", detected)
-    experiment.measure("first failed PING → fatal (s)", retried)
     experiment.measure("gcs_redis_heartbeat_interval_milliseconds", REDIS_HEARTBEAT_MS)
     # Measured 0.09-0.11 s: the first check after the kill fails (the peer is gone at once).
     period_s = REDIS_HEARTBEAT_MS / 1000
     assert -CLOCK_SLACK_S <= detected <= 2 * period_s + CLOCK_SLACK_S, (
         f"the first failed PING came {detected} s after the kill; the check runs every {period_s} s"
     )
+    if not ended:
+        # The GCS may die inside its Redis client before any request's retries run out, with
+        # no line of its own (CI, 5 December 2026: gone 2.06 s after the kill, its log ending
+        # 0.28 s after the first failed PING on a retry). It still ended on the lost Redis: the
+        # failed requests are its last lines; recorded as such.
+        tail = cluster.exec(head, ["sh", "-c", f"tail -n 4 {GCS_LOGS}; true"])
+        last = [line for line in tail.output.splitlines() if line.startswith("[")]
+        record(experiment, "GCS-07 the GCS log's last lines (no fatal line)", tail.output)
+        experiment.measure("GCS-07 the GCS ended on", "no fatal line: died during the retries")
+        assert last and all("Redis" in line for line in last), (
+            f"the GCS ended with no Redis fatal and its last lines are not Redis failures: "
+            f"{tail.output}"
+        )
+        return
+    ended_at, why = ended[0]
+    experiment.measure("GCS-07 the GCS ended on", fatal.output.strip().splitlines()[0][-200:])
+    experiment.measure("first failed PING → fatal (s)", round(ended_at - seen[PING_FAILED], 3))
     assert ended_at <= gone + CLOCK_SLACK_S, f"the GCS exited before it logged {why!r}"
-    experiment.waive("INV-01", "the cluster has no GCS by design")
-    experiment.waive("INV-02", "raylets may exit without a GCS")
 
 
 @pytest.mark.claim("GCS-01")
