@@ -82,6 +82,11 @@ class Kind(StrEnum):
     CONNECTED = "connected"
     STARTED = "started"
     INV01 = "inv01"
+    #: Each node's cumulative CPU stall (seconds its processes waited for a CPU), sampled
+    #: every second by :class:`chaos.cluster.stalls.StallSampler`: ``stalled={node: s}``.
+    CPU_STALL = "cpu_stall"
+    #: A judged window the host was too busy to judge (:mod:`chaos.check.stalls`).
+    INCONCLUSIVE = "inconclusive"
 
 
 @dataclass(frozen=True)

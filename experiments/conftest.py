@@ -15,11 +15,11 @@ LONG = "long_run"
 #: worker is left with one of them while the others have finished (longest processing time
 #: first). Every other experiment keeps its collection order.
 LONGEST_FIRST = (
-    ("test_serve.py::test_failing_health_checks_and_deployments_that_cannot_start", 146),
+    ("test_serve_health.py::test_failing_health_checks_and_deployments_that_cannot_start", 146),
     ("test_pending.py::test_pending_requests_wait_and_app_errors_do_not", 139),
     ("test_churn.py::test_steady_work_under_a_seeded_killer", 137),
     ("test_scheduling.py::test_spread_hybrid_head_only_resource_and_affinity", 125),
-    ("test_serve.py::test_gcs_outage_keeps_serving_through_worker_proxies", 109),
+    ("test_serve_gcs.py::test_gcs_outage_keeps_serving_through_worker_proxies", 109),
 )
 
 

@@ -10,15 +10,19 @@ from __future__ import annotations
 
 import pytest
 
-from chaos.check import record
-from chaos.experiment import Experiment
-from chaos.spec.topology import NodeSpec
-from chaos.waits import poll
+from chaos.testing import (
+    Experiment,
+    NodeSpec,
+    poll,
+    record,
+)
 
 from .test_scheduling import HYBRID, WORKERS_2X4, worker_counts
 
 KNOB = "SCHEDULER_TASKS_USE_THROUGHPUT_SCHEDULER"
 RUNBOOK_OPTIONS = ("--memory-monitor-interval-ms=100", "--raylet-death-on-oom=false")
+#: The settings the OOM page names instead (ray-oom-prevention.html), as RayConfig spells them.
+EXISTING_SETTINGS = ("memory_monitor_refresh_ms", "memory_usage_threshold")
 #: A rejected CLI option ends `ray start` at once (observed 1-2.6 s).
 REJECT_S = 60
 
@@ -57,6 +61,15 @@ def test_runbook_advice_is_rejected_or_changes_nothing(experiment: Experiment) -
     assert "No such option '--memory-monitor-interval-ms'" in log, log
     nodes = experiment.nemesis.state("nodes")
     assert cluster.node("adv").ip not in {r.get("node_ip") for r in nodes}
+    # ... while the settings the docs name instead are in Ray's config table (RayConfig's
+    # names are compiled into the raylet; the scan finds the control's the same way).
+    for setting in EXISTING_SETTINGS:
+        found = cluster.run("workloads.advice:knob_known", name=setting).result()
+        record(experiment, f"ADVICE-01 {setting}", {k: v for k, v in found.items() if k != "knobs"})
+        assert any(h.endswith("raylet/raylet") for h in found["hits"]), (
+            f"RAY_{setting} (the OOM page's setting) must be a knob of the raylet: {found['hits']}"
+        )
+    experiment.held("ADVICE-01", "both options rejected (exit 2), both documented settings exist")
 
     # ADVICE-02: a global scheduling strategy.
     init = cluster.run("workloads.advice:init_with_strategy").result()
@@ -64,6 +77,7 @@ def test_runbook_advice_is_rejected_or_changes_nothing(experiment: Experiment) -
     assert not init["accepted"] and init["error"]["type"] == "RuntimeError", init
     assert "Unknown keyword argument(s): scheduling_strategy" in init["error"]["message"]
     assert init["connected_after"] is False
+    experiment.held("ADVICE-02", "ray.init rejected scheduling_strategy, nothing connected")
 
     # ADVICE-03: a per-job quota.
     quota = cluster.run("workloads.advice:submit_with_max_resources").result()
@@ -71,6 +85,7 @@ def test_runbook_advice_is_rejected_or_changes_nothing(experiment: Experiment) -
     assert not quota["accepted"] and quota["error"]["type"] == "TypeError", quota
     assert "unexpected keyword argument 'max_resources'" in quota["error"]["message"]
     assert "max_resources" not in quota["params"] and "entrypoint_resources" in quota["params"]
+    experiment.held("ADVICE-03", "submit_job rejected max_resources")
 
     # ADVICE-04: the knob is in no Ray file (a known knob is, as a control) ...
     scan = cluster.run("workloads.advice:knob_known", name=KNOB).result()

@@ -19,30 +19,47 @@ from typing import Any
 
 import pytest
 
-from chaos.cluster.autoscaler import launches, refusals, removals, wishes
-from chaos.cluster.readiness import START_RETRIES
-from chaos.errors import CheckFailed
-from chaos.experiment import Experiment
-from chaos.history import Kind, Source
-from chaos.nemesis.base import sh
-from chaos.nemesis.process import monitor_pids
-from chaos.waits import holds_for, wait_until
+from chaos.testing import (
+    START_RETRIES,
+    CheckFailed,
+    Experiment,
+    Kind,
+    Source,
+    holds_for,
+    launches,
+    monitor_pids,
+    refusals,
+    removals,
+    sh,
+    wait_until,
+    wishes,
+)
 
-#: ``AUTOSCALER_UPDATE_INTERVAL_S``: one autoscaler round.
+#: ``AUTOSCALER_UPDATE_INTERVAL_S``, one autoscaler round (``autoscaler/_private/constants.py``:
+#: 5 s by default; Ray's own ``AutoscalingCluster`` tests use 1). Rounds measured 1.0-1.1 s
+#: apart in the monitor's log (AUTOSCALE-06, docs/evidence/autoscale.md).
 ROUND_S = 1.0
+#: The cluster's ``idle_timeout_minutes``, and the same in seconds (Ray's default 5 min,
+#: https://docs.ray.io/en/latest/cluster/vms/references/ray-cluster-configuration.html; its
+#: fake-cluster tests use 0.05-0.1).
 IDLE_MINUTES = 0.1
 IDLE_S = IDLE_MINUTES * 60
-#: A launched container's ``ray start`` until its node is ALIVE in the GCS, on a loaded host.
+#: A launched container's ``ray start`` until its node is ALIVE in the GCS, on a loaded host:
+#: measured 4.6-5.8 s at ``-n 3`` beside two busy loops (AUTOSCALE-06, 3 runs); one CI start
+#: died and joined 62 s after its launch once retried, hence ``JOIN_S × (1 + START_RETRIES)``
+#: where a run must wait for a join.
 JOIN_S = 30.0
 #: From demand to the first launch: the demand reaches the autoscaler in the raylets' resource
 #: reports, then a round decides and the harness reads the provider's file (0.25 s, twice).
+#: Measured 0.84-2.93 s (AUTOSCALE-01, v1 and v2, 8 runs, docs/evidence/autoscale.md).
 LAUNCH_S = 10 * ROUND_S + 10
-#: The provider's cleanup interval (Ray's default): a dead node is dropped after it.
+#: The fake multi-node provider's ``cleanup_interval`` (Ray's default 9.5 s,
+#: ``autoscaler/_private/fake_multi_node/node_provider.py``): a dead node is dropped after it.
 CLEANUP_S = 9.5
 #: Ray's provider launches one node per create call; the Docker provider ignores ``count``.
 
 
-def topology(*types: dict[str, Any], max_workers: int, **settings: Any) -> dict[str, Any]:
+def topology(*types: dict[str, Any], max_workers: int, **settings: Any) -> dict[str, object]:
     return {
         "driver": False,
         "workers": 0,
@@ -148,7 +165,7 @@ def test_caps_are_never_exceeded_and_the_rest_stays_pending(experiment: Experime
     run.result(timeout=400)
     over_time = workers_over_time(experiment)
     experiment.measure("AUTOSCALE-02 workers over time (s, by type)", over_time)
-    pending = run.events("pending_demands")[-1]
+    pending = run.last("pending_demands")
     experiment.measure("AUTOSCALE-02 pending demands", pending.get("lines"))
     assert launches(cluster), "the demand launched nothing: no cap was put to the test"
     for at, counts in over_time:
@@ -172,8 +189,8 @@ def test_infeasible_demand_launches_nothing_and_is_reported(experiment: Experime
     watch_s = 10 * ROUND_S
     run = cluster.run("workloads.autoscale:infeasible", num_cpus=8, watch_s=watch_s, timeout_s=120)
     run.result(timeout=300)
-    ran = run.events("feasible_ran")[-1].get("outcome", {})
-    watched = run.events("infeasible_watched")[-1]
+    ran = run.last("feasible_ran").get("outcome", {})
+    watched = run.last("infeasible_watched")
     log = sh(
         cluster,
         cluster.head.name,
@@ -324,13 +341,23 @@ def test_request_resources_scales_up_and_holds_nodes_until_released(
     assert last - released <= bound
 
 
+#: AUTOSCALE-07: the line ``ray status`` prints under Pending Demands for one pending
+#: STRICT_SPREAD group of two ``{"CPU": 1}`` bundles, as Ray 2.60.0 writes it:
+#: ``autoscaler/_private/util.py`` ``get_demand_report`` (" {pg}: {count}+ pending placement
+#: groups") and ``format_pg`` ("{bundle} * {count}" per distinct bundle, then " ({strategy})"),
+#: from ``load_metrics.py`` ``summary`` (bundles counted by ``freq_of_dicts``; a bundle's
+#: ``unit_resources`` are doubles, hence ``1.0``). Stripped, as ``pending_demands`` returns it.
+PENDING_GROUP_LINE = "{'CPU': 1.0} * 2 (STRICT_SPREAD): 1+ pending placement groups"
+
+
 @pytest.mark.claim("AUTOSCALE-07")
 @pytest.mark.cluster(**topology({"name": "plain", "num_cpus": 1, "max_workers": 2}, max_workers=2))
 def test_a_pending_placement_group_is_placed_once_nodes_are_added(
     experiment: Experiment,
 ) -> None:
-    """A STRICT_SPREAD group of two 1-CPU bundles on a cluster with no worker: pending (and
-    listed as a pending placement group), then placed on two launched nodes."""
+    """A STRICT_SPREAD group of two 1-CPU bundles on a cluster with no worker: pending, and
+    listed by ``ray status`` as a pending placement group while it is pending; then placed on
+    two launched nodes."""
     cluster = experiment.cluster
     run = cluster.run(
         "workloads.autoscale:placement_group",
@@ -339,16 +366,32 @@ def test_a_pending_placement_group_is_placed_once_nodes_are_added(
         timeout_s=LAUNCH_S + JOIN_S + 60,
     )
     run.result(timeout=LAUNCH_S + JOIN_S + 180)
-    created = run.events("pg_created")[-1]
-    ready = run.events("pg_ready")[-1]
+    created = run.last("pg_created")
+    listed = run.last("pg_listed")
+    ready = run.last("pg_ready")
     launched = {e.get("node_id"): e.get("node") for e in launches(cluster)}
     placed = ready.get("bundles_to_node_id") or {}
+    lines = listed.get("lines") or []
+    experiment.measure("AUTOSCALE-07 created → listed in ray status (s)", listed.get("s"))
+    experiment.measure("AUTOSCALE-07 pending demand lines", lines)
+    experiment.measure(
+        "AUTOSCALE-07 group state around that ray status",
+        [listed.get("state_before"), listed.get("state_after")],
+    )
     experiment.measure("AUTOSCALE-07 pending to ready (s)", ready.get("s"))
-    experiment.measure("AUTOSCALE-07 pending demand lines", ready.get("pending_lines"))
     experiment.measure(
         "AUTOSCALE-07 bundles on", {k: launched.get(v, v) for k, v in placed.items()}
     )
     assert created.get("state") == "PENDING", created.fields
+    # Listed while pending: the ray status that listed it was asked for while the group was
+    # still PENDING (read just before the CLI ran), so its report predates the placement.
+    assert listed.get("state_before") == "PENDING", (
+        f"no ray status listed the group before it left PENDING: {listed.fields}"
+    )
+    assert PENDING_GROUP_LINE in lines, (
+        f"ray status must list {PENDING_GROUP_LINE!r} under Pending Demands while the group is "
+        f"pending; it listed {lines}"
+    )
     assert ready.get("ready"), f"the group was not placed: {ready.fields}"
     assert len(launched) == 2, f"two nodes for two spread bundles: {launched}"
     assert set(placed.values()) == set(launched), f"bundles off the launched nodes: {placed}"
@@ -473,9 +516,9 @@ def test_a_node_type_that_fails_to_start_is_reported_and_blocks_no_other(
         timeout_s=LAUNCH_S + JOIN_S + 60,
     )
     run.result(timeout=LAUNCH_S + JOIN_S + watch_s + 180)
-    plain = run.events("plain_ran")[-1].get("outcome", {})
-    listed = run.events("listed")[-1]
-    watched = run.events("watched")[-1]
+    plain = run.last("plain_ran").get("outcome", {})
+    listed = run.last("listed")
+    watched = run.last("watched")
     broken = [e for e in launches(cluster) if e.get("node_type") == "broken"]
     experiment.measure("AUTOSCALE-08 pending", listed.get("pending"))
     experiment.measure("AUTOSCALE-08 recent failures", listed.get("failures"))

@@ -14,14 +14,18 @@ from typing import Any
 
 import pytest
 
-from chaos.check import (
+from chaos.testing import (
     AFTER_DEATH_S,
+    CORE_WORKER_RECONNECT_TIMEOUT_S,
     FAST_HEALTH_CHECKS,
     KILL_NODE,
     KILL_PROCESS,
     LINEAGE_EVICTED,
     MAX_ATTEMPTS_EXCEEDED,
     RETRIES_DISABLED,
+    ChaosError,
+    CheckFailed,
+    Experiment,
     applies,
     attempts,
     await_dead,
@@ -31,21 +35,24 @@ from chaos.check import (
     since,
     strike_on,
 )
-from chaos.check.expectations import CORE_WORKER_RECONNECT_TIMEOUT_S
-from chaos.errors import ChaosError, CheckFailed
-from chaos.experiment import Experiment
 
 MB = 1024 * 1024
 WORKERS_2 = [{"name": "worker", "count": 2, "num_cpus": 1}]
 WORKERS_3 = [{"name": "worker", "count": 3, "num_cpus": 1}]
-#: ``lineage_reconstruction(losses>1)`` waits this long after the last loss before reading.
+#: ``lineage_reconstruction(losses>1)`` waits this long after the last loss before reading
+#: (``_wait_executions(..., 10)`` in workloads/objects.py), for an unwanted eager re-execution.
+#: Measured in OBJ-03 (4 runs, 3 December 2026, data/obj.json): the first loss's eager
+#: re-execution had its object ready 1.3-4.7 s after ``ray.nodes()`` showed the node DEAD, and
+#: the final read failed 10.0-10.5 s after the second DEAD: the whole wait, then the read.
 EAGER_WAIT_S = 10.0
 #: The owner's death is seen by RPC failure, not by health checks. Ray documents no window;
 #: the bound separates "raises" from "hangs". It includes the workload's own reachability
 #: probes (5 s each): observed 1-4 s idle, 17.7 s at load average 44 on 2 cores (CI).
 OWNER_GONE_S = 30.0
 #: How often a Ray gRPC client checks its channel's state
-#: (``grpc_client_check_connection_status_interval_milliseconds``, 1000 by default).
+#: (``grpc_client_check_connection_status_interval_milliseconds``, 1000 by default,
+#: ray_config_def.h; the experiments leave it so). A retrying client (retryable_grpc_client.cc)
+#: looks at its unavailability deadline once per check, so it gives up up to one check late.
 CHANNEL_CHECK_S = 1.0
 
 

@@ -17,12 +17,16 @@ from typing import Any
 
 import pytest
 
-from chaos.check import attach, record, status_now
-from chaos.experiment import Experiment
-from chaos.spec.knobs import FAST_GCS_CONNECT
-from chaos.spec.plan import GCS_PORT
-from chaos.spec.topology import NodeSpec
-from chaos.waits import wait_until
+from chaos.testing import (
+    FAST_GCS_CONNECT,
+    GCS_PORT,
+    Experiment,
+    NodeSpec,
+    attach,
+    record,
+    status_now,
+    wait_until,
+)
 
 LOST = {
     "name": "lost",
@@ -42,9 +46,19 @@ WORKERS_P = [
 ]
 #: PEND-05: ``lost`` with its GCS-connection retries shortened (see FAST_GCS_CONNECT).
 LOST_FAST = {**LOST, "env": FAST_GCS_CONNECT}
-#: How long pending work is watched before it is declared pending (observed: never runs).
+#: How long pending work is watched before it is declared pending (observed: never runs);
+#: then its State API state and ``ray status`` are read. Not a bound of Ray's: with
+#: RAY_enable_infeasible_task_early_exit off (its default, ray_config_def.h) an infeasible
+#: request waits without end. The owner reports task state every task_events_report_interval_ms
+#: (1000 ms), so a task scheduled before the watch's last second shows as such in the read
+#: after it. The 6 s itself is not derived from a measurement (earlier runs watched 8-10 s,
+#: cluster-behaviour.md).
 PENDING_S = 6
-#: PEND-05: ``ray start``'s own start-up around its GCS tries (Python imports on a loaded host).
+#: PEND-05: ``ray start``'s own start-up around its GCS tries (Python imports on a loaded host;
+#: the tries are node.py's ``_init_gcs_client``). Measured past the tries' 30 s (3 x 10 s with
+#: FAST_GCS_CONNECT): 6-9 s timed from the container's start (loopback, exit 36-39 s) and
+#: 3.0-4.6 s timed around ``ray start`` (firewall, 33.04-34.61 s), 3 runs, 3 December 2026,
+#: data/pend.json; 30 s is over three times the most used.
 START_SLACK_S = 30
 #: PEND-06: a runtime env that cannot be set up fails within this (observed: 2 s conda, 32 s
 #: working_dir after 3 attempts).
@@ -56,6 +70,10 @@ PIP_SETUP_TIMEOUT_S = 10
 RUNTIME_ENV_ATTEMPTS = 3
 RUNTIME_ENV_RETRY_INTERVAL_S = 1.0
 #: PEND-06: the worker start and the raylet's report of the failure around the agent's attempts.
+#: A margin, not derived from a measurement: the task failed 24.29-26.19 s after submission
+#: (3 runs, 3 December 2026, data/pend.json; 23.3 s and 25.1 s in 2 earlier runs,
+#: cluster-behaviour.md), inside the attempts' own 32 s (3 x 10 s + 2 x 1 s,
+#: runtime_env_agent.py), so no run has used any of it.
 RUNTIME_ENV_SLACK_S = 30
 
 

@@ -16,10 +16,13 @@ from typing import Any
 
 import pytest
 
-from chaos.cluster.cluster import Cluster
-from chaos.experiment import Experiment
-from chaos.nemesis.base import sh
-from chaos.spec.rpc_failures import Mode, RpcFailure
+from chaos.testing import (
+    Cluster,
+    Experiment,
+    Mode,
+    RpcFailure,
+    sh,
+)
 
 PUSH = "CoreWorkerService.grpc_client.PushTask"
 LEASE = "NodeManagerService.grpc_client.RequestWorkerLease"
@@ -35,6 +38,9 @@ TOPOLOGY: dict[str, Any] = {
 }
 RUNS_ON = "worker"
 RECORDS = "/tmp/raychaos-executions"
+#: The marker of every experiment here (typed once: a marker built from a dict of Any
+#: keyword arguments reads as an untyped decorator to mypy).
+ON_TOPOLOGY: pytest.MarkDecorator = pytest.mark.cluster(**TOPOLOGY)
 
 
 def executions(cluster: Cluster, token: str) -> int:
@@ -54,12 +60,12 @@ def strike(
     )
     assert fault.run is not None
     fault.run.result(timeout=2 * CALL_S + 60)
-    outcome = fault.run.events("outcome")[-1].fields
+    outcome = fault.run.last("outcome").fields
     return outcome, fault.injected(cluster), fault.run
 
 
 @pytest.mark.claim("CHURN-06")
-@pytest.mark.cluster(**TOPOLOGY)
+@ON_TOPOLOGY
 def test_a_task_whose_rpcs_fail_returns(experiment: Experiment) -> None:
     """A task pushed through lost requests, then through lost replies, then leased through
     lost lease replies: each returns; only a lost reply runs it again."""
@@ -86,7 +92,7 @@ def test_a_task_whose_rpcs_fail_returns(experiment: Experiment) -> None:
 
 
 @pytest.mark.claim("CHURN-07")
-@pytest.mark.cluster(**TOPOLOGY)
+@ON_TOPOLOGY
 def test_an_actor_call_whose_push_fails_is_at_most_once(experiment: Experiment) -> None:
     """A fresh actor's first call loses its push request, or its reply: by default the caller
     is told it may or may not have run, and it ran at most once; with retries it returns."""
@@ -102,7 +108,7 @@ def test_an_actor_call_whose_push_fails_is_at_most_once(experiment: Experiment) 
         outcome, injected, run = strike(
             experiment, failure, "actor_call", token=token, max_task_retries=retries
         )
-        following = run.events("next_call")[-1].fields
+        following = run.last("next_call").fields
         ran = executions(experiment.cluster, token)
         experiment.measure(
             f"CHURN-07 {label}",

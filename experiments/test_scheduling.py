@@ -12,8 +12,12 @@ from typing import Any
 
 import pytest
 
-from chaos.check import FAST_HEALTH_CHECKS, record, status_now
-from chaos.experiment import Experiment
+from chaos.testing import (
+    FAST_HEALTH_CHECKS,
+    Experiment,
+    record,
+    status_now,
+)
 
 WORKERS_2X4 = [{"name": "worker", "count": 2, "num_cpus": 4}]
 #: SCHED-02, measured on 2.60 and 2.59 (findings notes): head count, then the workers' sorted.

@@ -13,13 +13,19 @@ from typing import Any
 
 import pytest
 
-from chaos.check import record
-from chaos.errors import FaultNotObserved
-from chaos.experiment import Experiment
+from chaos.testing import (
+    Experiment,
+    FaultNotObserved,
+    record,
+)
 
 HEAD_T = {"num_cpus": 4, "resources": {"special": 1}}
 WORKERS_T = [{"name": "worker", "num_cpus": 4, "resources": {"only_worker": 1}}]
-#: TENANT-03: how long the retriable in-group task is watched after the group's removal.
+#: TENANT-03: how long the retriable in-group task is watched after the group's removal. No
+#: Ray timeout ends a pending lease (the raylet cancels a group's queued leases only as it is
+#: removed, SCHEDULING_CANCELLED_PLACEMENT_GROUP_REMOVED), so the finding says "not within"
+#: this. The documented end, the max_retries=0 task's WorkerCrashedError, was in by the time
+#: an outside task had run: 0.6-11.2 s after the removal (8 runs, data/tenant.json).
 RETRY_WATCH_S = 60.0
 MIB = 2**20
 
@@ -148,7 +154,9 @@ def test_retriable_task_in_a_removed_placement_group_is_killed(experiment: Exper
     attempts = sorted(pg["inside_task_states"]["retriable"], key=lambda r: r["attempt"])
     experiment.measure("retriable task: attempts after the watch", attempts)
     killed = [a for a in attempts[:-1] if a["state"] == "FAILED"]
-    assert outcome["seconds"] >= RETRY_WATCH_S * 0.95, outcome
+    # ray.get(timeout=RETRY_WATCH_S) raised GetTimeoutError: its clock starts after the
+    # workload's (``seconds`` is measured around the call), so the whole watch was held.
+    assert outcome["seconds"] >= RETRY_WATCH_S, outcome
     assert killed and killed[0]["error_type"] == "WORKER_DIED", attempts
     assert attempts and attempts[-1]["state"] == "PENDING_NODE_ASSIGNMENT", attempts
     pending = pg["while_retry_pending"]
@@ -188,7 +196,12 @@ def test_store_pressure_and_jobs_api_resources(experiment: Experiment) -> None:
     spilled_mib = {
         t: round(sum(o["size"] or 0 for o in objs) / MIB, 1) for t, objs in spilled.items()
     }
-    store_mib = spilled_mib_of(a["stats"])
+    owner_bytes = sum(o["size"] or 0 for objs in spilled.values() for o in objs)
+    # The raylets' spill count only grows; each tenant read it after taking its own report
+    # (A after its reads, B after its report), so the larger reading, the later one, follows
+    # both reports.
+    readings = [spilled_mib_of(seen["stats"]) for seen in (a, b)]
+    store_mib = max((r for r in readings if r is not None), default=None)
     record(
         experiment,
         "TENANT-04",
@@ -201,7 +214,7 @@ def test_store_pressure_and_jobs_api_resources(experiment: Experiment) -> None:
             "jobs": {"A": a["job_id"], "B": b["job_id"]},
             "spilled objects by owner": {t: len(objs) for t, objs in spilled.items()},
             "spilled MiB by owner": spilled_mib,
-            "head store: Spilled MiB (ray memory)": store_mib,
+            "store: Spilled MiB (ray memory; A's reading, B's)": readings,
             "B objects": b["objects"],
         },
     )
@@ -212,9 +225,17 @@ def test_store_pressure_and_jobs_api_resources(experiment: Experiment) -> None:
     for seen in (a, b):
         assert {o["job_id"] for o in seen["objects"]} == {seen["job_id"]}, seen["objects"]
     assert spilled["A"], f"A's overflow beyond the 100 MiB store must spill: {a['objects']}"
-    # The raylet's own count covers what the owners say was spilled (it only grows).
-    assert store_mib is not None and store_mib >= 0.9 * sum(spilled_mib.values()), (
-        f"head store spilled {store_mib} MiB, owners report {spilled_mib}"
+    # The raylets' own count covers what the owners say was spilled, exactly: a raylet adds
+    # each object's size to ``spilled_bytes_total`` as it spills it (local_object_manager.cc,
+    # the plasma object's data + metadata), the size the owner records for a put
+    # (core_worker.cc, ``AddOwnedObject`` with ``data_size + metadata->Size()``), and ``ray
+    # memory`` prints the total in whole MiB, rounded down (``_private/internal_api.py``
+    # ``store_stats_summary``). Measured: 290-330 MiB against the owners' 250-290 (4 runs,
+    # data/tenant.json; once equal).
+    assert all(o["size"] for objs in spilled.values() for o in objs), spilled
+    assert store_mib is not None and store_mib >= owner_bytes // MIB, (
+        f"the raylets spilled {store_mib} MiB (readings {readings}); the owners report "
+        f"{owner_bytes} bytes spilled ({spilled_mib} MiB)"
     )
     # The fault is A's pressure on B: proven only when some of B's objects left memory (B's
     # puts are primary copies, so Ray spills them; it never evicts them). Otherwise nothing was

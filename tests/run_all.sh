@@ -20,7 +20,7 @@ build=$!
 trap 'kill "$build" 2>/dev/null || true' EXIT
 # One test at a time to each worker: xdist's default first chunk (a quarter of the tests) put
 # every integration test on one worker and left the other idle once its unit tests were done.
-pytest tests/ -n 2 --maxschedchunk 1
+pytest tests/ -n 2 --maxschedchunk 1 --durations=15
 # Three clusters at a time, not four: on CI's 2 cores a fourth starved a running cluster's
 # raylets past the experiments' 1 s × 3 health checks (the driver node marked DEAD mid-NODE-01).
 pytest experiments/ -n 3 --alluredir reports/allure-results

@@ -179,6 +179,12 @@ class Backend(Protocol):
         """Relative CPU weight (cgroup shares); best effort, never raises."""
         ...
 
+    def cpu_stalled_s(self, node: str) -> float | None:
+        """Seconds the node's processes have waited for a CPU since its host started (the
+        ``full`` total of its cgroup's pressure stall information), or None where the engine
+        cannot say (not on this host, no PSI, the node gone); never raises."""
+        ...
+
 
 class Engine(Protocol):
     """The engine a test's clusters run on, as the pytest plugin tracks it across tests

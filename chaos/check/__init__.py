@@ -14,6 +14,7 @@ Everything a chaos experiment needs to judge an outcome, importable by any suite
 - :mod:`~chaos.check.logs`, :mod:`~chaos.check.versions`: Ray's log clocks and releases.
 - :mod:`~chaos.check.expectations`: what differs by Ray release (first release, evidence).
 - :mod:`~chaos.check.attachments`: ``ray status`` and measurements in the report.
+- :mod:`~chaos.check.verdicts`: verdicts as pure functions over what a run recorded.
 """
 
 from chaos.check.attachments import attach, record, status_now
@@ -56,6 +57,7 @@ from chaos.check.strikes import (
     victim_node,
     victim_pid,
 )
+from chaos.check.verdicts import Judging, Measured, Verdict, rows_of, verdict
 from chaos.check.versions import at_least, skew_partner
 from chaos.check.windows import (
     WithHistory,
@@ -96,8 +98,11 @@ __all__ = [
     "STOP_RAY",
     "Band",
     "Expectation",
+    "Judging",
+    "Measured",
     "NotChecked",
     "Strike",
+    "Verdict",
     "WithHistory",
     "absent_reason",
     "actor_states",
@@ -122,12 +127,14 @@ __all__ = [
     "node_dead_event",
     "node_death_band",
     "record",
+    "rows_of",
     "since",
     "skew_partner",
     "status_now",
     "stays_dead",
     "strike_on",
     "unobservable_window",
+    "verdict",
     "victim_node",
     "victim_pid",
 ]

@@ -17,6 +17,12 @@ from chaos.cli import bench, images, report, sweep, upgrade
 from chaos.cli.output import note
 from chaos.errors import ChaosError
 
+#: What ``raychaos --help`` says first: plain words (the module's docstring is reST).
+HELP = (
+    "raychaos: build images, sweep leftovers, benchmark boots, render reports. Errors print "
+    "as one line (raychaos: error: ...) with what to try, and exit 2."
+)
+
 #: Every command, by its name and sub-command name: the one place a parsed command is run.
 #: Each module imports what it needs when it runs, so ``raychaos --help`` stays fast.
 COMMANDS: dict[tuple[str, ...], Callable[[argparse.Namespace], int]] = {
@@ -25,6 +31,7 @@ COMMANDS: dict[tuple[str, ...], Callable[[argparse.Namespace], int]] = {
     ("bench", "boot"): bench.boot,
     ("bench", "processes"): bench.processes,
     ("bench", "suite"): bench.suite,
+    ("bench", "nights"): bench.nights,
     ("report",): report.report,
     ("evidence",): report.evidence,
     ("claims",): report.claims,
@@ -35,7 +42,7 @@ COMMANDS: dict[tuple[str, ...], Callable[[argparse.Namespace], int]] = {
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="raychaos", description=__doc__)
+    parser = argparse.ArgumentParser(prog="raychaos", description=HELP)
     sub = parser.add_subparsers(dest="command", required=True)
     for group in (images, sweep, bench, report, upgrade):
         group.add_parsers(sub)

@@ -25,6 +25,14 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     suite.add_argument("results", type=Path, help="the --alluredir of a pytest run")
     suite.add_argument("--workers", type=int, help="xdist workers (default: as recorded)")
     suite.add_argument("--json", action="store_true", help="the figures as JSON")
+    nights = bench.add_parser(
+        "nights",
+        help="flake accounting: per claim, passed / failed / finding / inconclusive over runs",
+    )
+    nights.add_argument(
+        "results", type=Path, nargs="+", help="the --alluredir of each run, oldest first"
+    )
+    nights.add_argument("--json", action="store_true", help="the counts as JSON")
     procs = bench.add_parser(
         "processes", help="what each Ray process costs to start in a node (time, CPU, memory)"
     )
@@ -38,6 +46,15 @@ def suite(args: argparse.Namespace) -> int:
     from chaos.bench.suite import bench_suite
 
     found = bench_suite(args.results, args.workers)
+    out(json.dumps(found.to_json(), indent=1) if args.json else found.text())
+    return 0
+
+
+def nights(args: argparse.Namespace) -> int:
+    from chaos.bench.nights import bench_nights
+    from chaos.report.catalogue import load_catalogue
+
+    found = bench_nights(args.results, load_catalogue())
     out(json.dumps(found.to_json(), indent=1) if args.json else found.text())
     return 0
 

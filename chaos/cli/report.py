@@ -216,7 +216,8 @@ def compare_command(
 ) -> int:
     import dataclasses
 
-    from chaos.report.compare import compare, pick_sides, render_markdown
+    from chaos.report.compare import compare, pick_sides
+    from chaos.report.compare_table import render_markdown
     from chaos.report.html import render_compare
 
     before, after = pick_sides(base, candidate, base_version, candidate_version)

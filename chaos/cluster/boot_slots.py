@@ -3,7 +3,7 @@
 Why: the raylet aborts when its dashboard agent has not written its port file within a
 hard-coded 15 s (Ray's node_manager.cc, no knob), and several clusters booting together on a
 few cores starve those Python imports past it. Booting fewer at a time is faster overall than
-booting all and retrying (the measurements are in README, "Performance").
+booting all and retrying (the measurements are in docs/performance.md).
 
 Slots are lock files in the cache directory, so a killed run never holds one. They are counted
 per engine, from that engine's CPUs, in a directory keyed by the engine's ID: every process

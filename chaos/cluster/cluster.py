@@ -24,7 +24,7 @@ from chaos.cluster.node import Node
 from chaos.errors import ChaosError, DockerOperationError, WorkloadError
 from chaos.history import History, Kind, Source
 from chaos.spec.plan import ClusterPlan, plan_group
-from chaos.spec.topology import ClusterSpec, NodeSpec, group_names
+from chaos.spec.topology import ClusterSpec, NodeSpec, group_names, releases_available
 from chaos.workload.run import WorkloadRun
 
 if TYPE_CHECKING:
@@ -48,7 +48,7 @@ class Cluster:
         history: History | None = None,
         boot_slots: int | None = None,
     ) -> None:
-        self.spec = spec.validate()
+        self.spec = releases_available(spec.validate())  # before any Docker object exists
         self.backend = backend or default_backend(spec.name)
         self.history = history or History()
         #: Clusters this machine boots at once (see :mod:`chaos.cluster.boot_slots`).
@@ -63,6 +63,7 @@ class Cluster:
         #: Booted while other clusters run experiments (:mod:`chaos.plugin.boot_ahead`): its nodes
         #: boot at the default CPU weight, not over the experiments' (``boot_priority``).
         self.background = False
+        self.cpu_shares = readiness.DEFAULT_CPU_SHARES  # running nodes' (judging_priority)
         self._sources = 0
         self._lock = threading.Lock()
         #: Per node, the time from which its host's log counts (after a restart).
@@ -277,9 +278,7 @@ class Cluster:
     def add_node(self, node: NodeSpec, *, wait: bool = True) -> list[Node]:
         """Boot a new worker group into the running cluster (e.g. "once a node that fits joins")."""
         node.validate(f"add_node({node.name})")
-        taken = [n for n in group_names(node) if n in self.nodes]
-        if taken:
-            raise WorkloadError(f"add_node: names already in use: {', '.join(taken)}")
+        _names_free(node, self.nodes)
         plans = plan_group(
             self.spec,
             node,
@@ -291,6 +290,7 @@ class Cluster:
         added = [Node(p) for p in plans]
         for item in added:
             self.backend.start_node(item.plan)
+            readiness.weigh_added(self, item.name)
             self.nodes[item.name] = item
         self.history.record(Source.HARNESS, Kind.NODE_ADDED, nodes=[n.name for n in added])
         if wait and node.expect_join:
@@ -336,3 +336,10 @@ class Cluster:
 
     def _image_for(self, node: NodeSpec) -> tuple[str, str]:
         return boot.image_for(self.spec, self.backend, node)
+
+
+def _names_free(node: NodeSpec, nodes: Mapping[str, Node]) -> None:
+    """Raise unless every name of ``node``'s group is free among ``nodes``."""
+    taken = [n for n in group_names(node) if n in nodes]
+    if taken:
+        raise WorkloadError(f"add_node: names already in use: {', '.join(taken)}")

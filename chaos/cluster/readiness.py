@@ -13,7 +13,9 @@ import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Protocol
 
-from chaos.errors import ClusterBootTimeout
+from chaos.cluster.stall_stretches import boot_stall, material
+from chaos.cluster.stalls import StallSampler
+from chaos.errors import ClusterBootTimeout, HostTooBusy
 from chaos.history import Kind, Source
 
 if TYPE_CHECKING:
@@ -28,6 +30,10 @@ START_RETRIES = 2
 #: cgroup CPU weights: a booting node outweighs running ones 8:1 (see ``boot_priority``).
 DEFAULT_CPU_SHARES = 1024
 BOOT_CPU_SHARES = 8192
+#: A cluster whose body is being judged outweighs a booting one 2:1 (``judging_priority``):
+#: its raylets answer their health checks before another test's imports run. Its nodes are
+#: mostly idle, so the weight costs the others only when a judged process is runnable.
+JUDGED_CPU_SHARES = 16384
 #: The line node-entry.sh prints when `ray start` returns.
 START_EXITED = "raychaos: ray start exited with"
 
@@ -52,6 +58,9 @@ class Booting(Protocol):
     def driver(self) -> Node: ...
     @property
     def background(self) -> bool: ...
+
+    #: Its running nodes' CPU weight.
+    cpu_shares: int
 
     def stream(
         self,
@@ -82,7 +91,12 @@ def wait_ready(cluster: Booting, timeout: float, nodes: Iterable[Node] | None = 
     host = probe_host(cluster, expected)
     source = cluster.next_source("ready")
     retries: dict[str, int] = {}
-    with boot_priority(cluster, expected):
+    # The boot's nodes' stalls, sampled as a body's are: a boot that times out on a host too
+    # busy to boot it is inconclusive, not broken (boot_error).
+    sampler = StallSampler(cluster).start()
+    began = time.time()
+    with boot_priority(cluster, expected), contextlib.ExitStack() as stack:
+        stack.callback(sampler.stop)
         probe = cluster.stream(host.name, argv, source=source, bound_s=timeout)
         while True:
             # Read "ended" before the events: the stream delivers every line before it ends,
@@ -113,8 +127,36 @@ def wait_ready(cluster: Booting, timeout: float, nodes: Iterable[Node] | None = 
                 continue
             if failed or ended or time.monotonic() > deadline:
                 probe.stop()
-                raise boot_error(cluster, expected, failed, timeout, probe)
+                sampler.stop()
+                error = boot_error(cluster, expected, failed, timeout, probe)
+                raise too_busy_to_boot(cluster, expected, began, error) or error
             probe.wait_event({Kind.READY, Kind.EXEC_ENDED}, timeout=1.0)
+
+
+def too_busy_to_boot(
+    cluster: Booting, expected: Sequence[Node], began: float, error: ClusterBootTimeout
+) -> HostTooBusy | None:
+    """``error`` as inconclusive when the booting nodes were stalled past the threshold
+    (:func:`chaos.check.stalls.boot_stall`), with the stall named and recorded; else None.
+    Only a measured stall makes it: without samples (a remote engine) the boot stays broken."""
+    stall = boot_stall(cluster.history.events(), began, time.time(), [n.name for n in expected])
+    if stall is None:
+        return None
+    cluster.history.record(
+        Source.HARNESS,
+        Kind.MEASUREMENT,
+        name="host: worst CPU stall in the boot",
+        value=stall.to_json(),
+    )
+    if not material(stall):
+        return None
+    cluster.history.record(Source.HARNESS, Kind.INCONCLUSIVE, stall=stall.to_json())
+    return HostTooBusy(
+        f"the host was too busy to boot: {stall}\n{error.message}",
+        stall=str(stall),
+        hint="run fewer xdist workers on this machine, or keep it otherwise idle while the "
+        "suite runs",
+    )
 
 
 def probe_argv(cluster: Booting, expected: list[Node], stale: list[str]) -> list[str]:
@@ -164,12 +206,27 @@ def boot_priority(cluster: Booting, nodes: Iterable[Node]) -> Iterator[None]:
     # A background boot (the next test's, while experiments run) must not outweigh them.
     names = [] if cluster.background else [n.name for n in nodes]
     for name in names:
-        cluster.backend.set_cpu_weight(name, BOOT_CPU_SHARES)
+        cluster.backend.set_cpu_weight(name, max(BOOT_CPU_SHARES, cluster.cpu_shares))
     try:
         yield
     finally:
-        for name in names:
-            cluster.backend.set_cpu_weight(name, DEFAULT_CPU_SHARES)
+        for name in names:  # back to the cluster's weight (a judged one keeps its own)
+            cluster.backend.set_cpu_weight(name, cluster.cpu_shares)
+
+
+def weigh_added(cluster: Booting, name: str) -> None:
+    """A node added to a running cluster weighs as its cluster does, and at least as a boot:
+    a judged cluster's node launched at the default 1024 starved beside the 16384 of the
+    others' (most of AUTOSCALE's inconclusive windows, 6 December 2026)."""
+    cluster.backend.set_cpu_weight(name, max(BOOT_CPU_SHARES, cluster.cpu_shares))
+
+
+def judging_priority(cluster: Booting, judged: bool) -> None:
+    """Every node of ``cluster`` at :data:`JUDGED_CPU_SHARES` while its body is judged
+    (``judged``), else back at the default; nodes added or restarted meanwhile follow."""
+    cluster.cpu_shares = JUDGED_CPU_SHARES if judged else DEFAULT_CPU_SHARES
+    for name in list(cluster.nodes):
+        cluster.backend.set_cpu_weight(name, cluster.cpu_shares)
 
 
 def failed_nodes(cluster: Booting, nodes: Iterable[Node]) -> dict[str, str]:

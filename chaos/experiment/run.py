@@ -95,6 +95,9 @@ def run_experiment(
             observer.stop()
             why = f": it gave up: {observer.failure}" if observer.failure else ""
             raise ObserverGap(f"the State API (dashboard) never answered the observer{why}")
+    kit.start_judging(
+        None if evidence_dir is None else lambda: kit.write_history(evidence_dir, test_id)
+    )
     abandoned = False
     try:
         try:
@@ -108,6 +111,7 @@ def run_experiment(
         if not abandoned:
             _finish(kit, hooks, check=not hooks.failed())
     finally:
+        kit.stop_judging()
         if abandoned:
             # Stopping the observer's stream takes seconds; removing the cluster ends it too.
             threading.Thread(target=observer.stop, name="observer-stop", daemon=True).start()

@@ -19,8 +19,11 @@
   as its message (through allure-commons' ``report_result`` hook, before the file is
   written), so Allure files it under "Finding no longer reproduces", never as a failure.
 * A recorded finding (:func:`chaos.plugin.allure_labels.finding_of`: the exception a strict
-  ``FINDING:`` xfail names in ``raises=``) gets the ``raychaos.finding`` label, which is what
-  coverage counts. If the teardown then fails (INV-01 or INV-02 after the finding, a heal),
+  ``FINDING:`` xfail names in ``raises=``, or a non-strict one naming an
+  :class:`~chaos.errors.Intermittent`) gets the ``raychaos.finding`` label, which is what
+  coverage counts, beside the ``raychaos.finding.claim`` labels of set-up (the claims it is
+  about). An intermittent one's message becomes ``XFAIL INTERMITTENT FINDING (<class>): …``,
+  its own Allure category. If the teardown then fails (INV-01 or INV-02 after the finding, a heal),
   the result becomes that failure: allure-pytest lets a teardown failure override only a
   passed result, so it would stay "skipped: XFAIL FINDING" and count the finding and the
   postconditions as accounted for.
@@ -44,6 +47,7 @@ import shutil
 import sys
 import tempfile
 import time
+import uuid
 from collections.abc import Generator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,12 +56,15 @@ from typing import Any
 import allure_commons
 import pytest
 
+from chaos.errors import Intermittent
 from chaos.plugin.allure_labels import finding_of, label_running_test
-from chaos.plugin.items import engine_of, ran_raychaos, uses_raychaos, version_of
-from chaos.plugin.keys import SETTINGS_KEY
+from chaos.plugin.items import engine_of, evidence_dir, ran_raychaos, uses_raychaos, version_of
+from chaos.plugin.keys import INCONCLUSIVE_KEY, SETTINGS_KEY
+from chaos.plugin.seed import SEED_KEY
 from chaos.report import identity
-from chaos.report.claims import FINDING_LABEL
-from chaos.report.crash import crash_result, item_facts
+from chaos.report.categories import INTERMITTENT_PREFIX
+from chaos.report.claims import FINDING_LABEL, INCONCLUSIVE_LABEL
+from chaos.report.crash import Replay, crash_result, item_facts
 from chaos.report.hostcpu import HostSample, host_cpu, sample_host
 from chaos.report.runfiles import RunInfo, raychaos_versions, write_atomic, write_run_files
 
@@ -102,6 +109,8 @@ class _Finding:
 
     exception: str
     teardown: tuple[str, str, str] | None = None
+    #: A race or crash inside Ray (:class:`chaos.errors.Intermittent`): its own category.
+    intermittent: bool = False
 
 
 class _ResultFixes:
@@ -114,10 +123,15 @@ class _ResultFixes:
         self.pending: dict[str, str] = {}
         #: fullName → the recorded finding the test that just ran raised.
         self.findings: dict[str, _Finding] = {}
+        #: fullName → the stall that made the test that just ran inconclusive.
+        self.inconclusive: dict[str, tuple[str, str]] = {}
 
     @allure_commons.hookimpl(tryfirst=True)
     def report_result(self, result: Any) -> None:
         name = str(getattr(result, "fullName", ""))
+        stalled = self.inconclusive.pop(name, None)
+        if stalled is not None:
+            _mark_inconclusive(result, *stalled)
         finding = self.findings.pop(name, None)
         if finding is not None:
             _mark_finding(result, finding)
@@ -133,10 +147,28 @@ class _ResultFixes:
         )
 
 
+def _mark_inconclusive(result: Any, stall: str, message: str) -> None:
+    """A body judged on a host too busy to judge: broken, the stall named (a skip for pytest,
+    so the run's exit status stays Ray's)."""
+    from allure_commons.model2 import Label, StatusDetails
+
+    if getattr(result, "status", None) not in ("skipped", "broken"):
+        return  # a teardown failure after it decided the result: keep that
+    result.status = "broken"
+    result.labels.append(Label(name=INCONCLUSIVE_LABEL, value=stall))
+    result.statusDetails = StatusDetails(message=message, trace=message)
+
+
 def _mark_finding(result: Any, finding: _Finding) -> None:
     from allure_commons.model2 import Label, StatusDetails
 
     result.labels.append(Label(name=FINDING_LABEL, value=finding.exception))
+    details = getattr(result, "statusDetails", None)
+    message = str(getattr(details, "message", None) or "")
+    if details is not None and finding.intermittent and message.startswith("XFAIL FINDING:"):
+        details.message = (
+            f"{INTERMITTENT_PREFIX} ({finding.exception}):{message[len('XFAIL FINDING:') :]}"
+        )
     if finding.teardown is None or getattr(result, "status", None) != "skipped":
         return
     status, message, trace = finding.teardown
@@ -261,11 +293,17 @@ def pytest_runtest_makereport(
         with _guard(item.config, f"note the strict xpass of {item.nodeid}"):
             if ran_raychaos(item):
                 fixes.pending[identity.full_name(item)] = report.longrepr.strip()
+    elif report.when in ("setup", "call") and report.skipped and INCONCLUSIVE_KEY in item.stash:
+        with _guard(item.config, f"note the inconclusive verdict of {item.nodeid}"):
+            message = str(call.excinfo.value) if call.excinfo is not None else ""
+            fixes.inconclusive[identity.full_name(item)] = (item.stash[INCONCLUSIVE_KEY], message)
     elif report.when == "call" and report.skipped and call.excinfo is not None:
         with _guard(item.config, f"note the finding of {item.nodeid}"):
             found = finding_of(item, call.excinfo.value) if hasattr(report, "wasxfail") else None
             if found is not None and ran_raychaos(item):
-                fixes.findings[identity.full_name(item)] = _Finding(found)
+                fixes.findings[identity.full_name(item)] = _Finding(
+                    found, intermittent=isinstance(call.excinfo.value, Intermittent)
+                )
     elif report.when == "teardown" and call.excinfo is not None:
         with _guard(item.config, f"note the teardown failure of {item.nodeid}"):
             finding = fixes.findings.get(identity.full_name(item))
@@ -325,6 +363,23 @@ def _facts_for(state: _State, nodeid: str, worker: str) -> dict[str, Any] | None
     return state.facts.get(nodeid)
 
 
+def _checkpointed_history(config: pytest.Config, state: _State, nodeid: str) -> str | None:
+    """The history a crashed test's worker checkpointed in this run, copied into the results
+    as an attachment (its source name), else None."""
+    from chaos.experiment.kit import history_path
+
+    path = history_path(evidence_dir(config), nodeid)
+    try:
+        if path.stat().st_mtime * 1000 < state.started_ms:
+            return None  # an earlier run's
+        source = f"{uuid.uuid4()}-attachment.json"
+        state.alluredir.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, state.alluredir / source)
+    except OSError:
+        return None
+    return source
+
+
 @pytest.hookimpl(optionalhook=True, trylast=True)
 def pytest_handlecrashitem(crashitem: str, report: pytest.TestReport, sched: Any) -> None:
     """xdist controller: a worker died running ``crashitem``; if ours, write its result."""
@@ -347,8 +402,18 @@ def pytest_handlecrashitem(crashitem: str, report: pytest.TestReport, sched: Any
                 )
             return  # not a raychaos test: allure-pytest's business, not ours
         stop = _now_ms()
+        replay = Replay(
+            seed=config.stash.get(SEED_KEY, None),
+            history_source=_checkpointed_history(config, state, crashitem),
+        )
         result = crash_result(
-            crashitem, facts, str(report.longrepr), worker, _STARTS.get(crashitem, stop), stop
+            crashitem,
+            facts,
+            str(report.longrepr),
+            worker,
+            _STARTS.get(crashitem, stop),
+            stop,
+            replay,
         )
         path = state.alluredir / f"{result['uuid']}-result.json"
         path.parent.mkdir(parents=True, exist_ok=True)

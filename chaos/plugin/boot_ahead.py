@@ -7,7 +7,7 @@ test's own cluster is up and its body starts, the next test's cluster boots in a
 thread through the same boot slots (never more boots at once than before) and at the default
 CPU weight: a foreground boot's weight (``readiness.boot_priority``) would take CPU from the
 experiments running beside it. Off by default: where boots are CPU-bound it costs more than it
-saves (measurements: README, Performance); it pays off where cores are spare.
+saves (measurements: docs/performance.md); it pays off where cores are spare.
 
 Only when it is provably the same cluster: the next test asks for ``ray_cluster``, carries no
 ``skip``/``skipif``/``xfail(run=False)`` or ``no_boot_ahead`` marker, and its spec comes from

@@ -11,15 +11,22 @@ is ``tryfirst`` there, while the set-up wrapper here is ``trylast`` (inside allu
 from __future__ import annotations
 
 from collections.abc import Generator
+from typing import NoReturn
 
 import pytest
 
-from chaos.errors import ChaosError, CheckFailed
+from chaos.errors import ChaosError, CheckFailed, FaultNotObserved, HostTooBusy, WorkloadTimeout
 from chaos.plugin.boot_ahead import BOOT_AHEAD
 from chaos.plugin.engines import lost_engine_instead
 from chaos.plugin.interrupts import INTERRUPTED
 from chaos.plugin.items import evidence_dir, ran_raychaos
-from chaos.plugin.keys import EXPERIMENT_KEY, FACTORY_KEY, NEXT_ITEM, PHASE_REPORTS
+from chaos.plugin.keys import (
+    EXPERIMENT_KEY,
+    FACTORY_KEY,
+    INCONCLUSIVE_KEY,
+    NEXT_ITEM,
+    PHASE_REPORTS,
+)
 from chaos.plugin.terminal import say
 from chaos.plugin.trials import mark_trial
 from chaos.steps import step
@@ -39,11 +46,15 @@ def pytest_runtest_setup(item: pytest.Item) -> Generator[None, None, None]:
     """Set-up, innermost (after allure-pytest opened the result, before any fixture):
 
     1. the trial as an excluded Allure parameter (:func:`chaos.plugin.trials.mark_trial`);
-    2. the fixtures, what they raise re-raised as ``EngineLost`` when the engine is gone.
+    2. the fixtures, what they raise re-raised as ``EngineLost`` when the engine is gone, and
+       a boot on a host too busy to boot it as inconclusive (:func:`_too_busy_to_boot`).
     """
     mark_trial(item)
     with lost_engine_instead(item):
-        return (yield)
+        try:
+            return (yield)
+        except HostTooBusy as exc:
+            _too_busy_to_boot(item, exc)
 
 
 @pytest.hookimpl(wrapper=True)
@@ -54,6 +65,9 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
     2. the body, what it raises re-raised as ``EngineLost`` when its engine is gone (outside
        steps 3 and 4, which see the body's own error);
     3. when the body failed (not as its xfail marker expects), every node's log;
+    3b. passed or not, the host's verdict (:func:`_inconclusive_instead`): a body judged while
+       its nodes were stalled past :mod:`chaos.check.stalls`' threshold is inconclusive — a
+       skip for pytest (a red run means Ray changed), broken in Allure with the stall named;
     4. passed or not, the evidence so far (history, timeline, measurements) as the body's last
        step. The fixture's teardown still writes the final history, heals and checks included;
     5. each node's container CPU at the body's end as Allure times it, before heals and
@@ -62,13 +76,19 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
     _boot_next(item)
     with lost_engine_instead(item):
         try:
-            return (yield)
-        except BaseException as exc:
-            if not INTERRUPTED.is_set() and not _expected(item, exc):
-                factory = item.stash.get(FACTORY_KEY, None)
-                if factory is not None:
-                    factory.attach_logs("the test failed")
-            raise
+            try:
+                outcome = yield
+            except HostTooBusy as exc:  # a node added by the body could not boot
+                _too_busy_to_boot(item, exc)
+            except BaseException as exc:
+                _inconclusive_instead(item, exc)
+                if not INTERRUPTED.is_set() and not _expected(item, exc):
+                    factory = item.stash.get(FACTORY_KEY, None)
+                    if factory is not None:
+                        factory.attach_logs("the test failed")
+                raise
+            _inconclusive_instead(item, None)
+            return outcome
         finally:
             kit = item.stash.get(EXPERIMENT_KEY, None)
             if kit is not None and not INTERRUPTED.is_set():
@@ -153,6 +173,47 @@ def _expected(item: pytest.Item, error: BaseException) -> bool:
         return False
     raises = mark.kwargs.get("raises")
     return raises is None or isinstance(error, raises)
+
+
+def _judged(error: BaseException | None) -> bool:
+    """Whether the body ended in a verdict on Ray that a stall can void: it passed, an
+    assertion (a failure or a finding) or a workload's timeout. A harness error stays
+    one, an unobserved fault is already inconclusive, pytest's own outcomes are the test's."""
+    if error is None:
+        return True
+    if isinstance(error, FaultNotObserved | KeyboardInterrupt):
+        return False
+    if isinstance(error, pytest.skip.Exception | pytest.xfail.Exception | pytest.fail.Exception):
+        return False
+    return isinstance(error, AssertionError | WorkloadTimeout)
+
+
+def _inconclusive_instead(item: pytest.Item, error: BaseException | None) -> None:
+    """Raise a skip naming the stall when the body's verdict was judged on a host too busy to
+    judge it (:meth:`chaos.experiment.Experiment.too_busy`); else return. Never raises
+    anything else: measuring the host must not break the verdict it guards."""
+    kit = item.stash.get(EXPERIMENT_KEY, None)
+    if kit is None or INTERRUPTED.is_set() or not _judged(error) or INCONCLUSIVE_KEY in item.stash:
+        return
+    try:
+        stall = kit.too_busy(failed=error is not None)
+    except Exception as exc:  # noqa: BLE001 - a missing measurement leaves the verdict as is
+        say(f"raychaos: could not measure the host's stalls for {item.nodeid}: {exc!r}")
+        return
+    if stall is None:
+        return
+    was = "passed" if error is None else f"{type(error).__name__}: {str(error).splitlines()[0]}"
+    why = f"INCONCLUSIVE: the host was too busy to judge: {stall} (the body {was[:300]})"
+    item.stash[INCONCLUSIVE_KEY] = str(stall)
+    raise pytest.skip.Exception(why, _use_item_location=True) from error
+
+
+def _too_busy_to_boot(item: pytest.Item, error: HostTooBusy) -> NoReturn:
+    """A boot that timed out while its nodes were stalled past the threshold: a skip for
+    pytest, broken in Allure with the stall named — inconclusive, like a stalled body."""
+    item.stash[INCONCLUSIVE_KEY] = error.stall
+    why = f"INCONCLUSIVE: the host was too busy to boot: {error.stall}"
+    raise pytest.skip.Exception(why, _use_item_location=True) from error
 
 
 def _attach_evidence(item: pytest.Item) -> None:

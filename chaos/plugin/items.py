@@ -10,7 +10,7 @@ import pytest
 from chaos.errors import SpecError
 from chaos.plugin.keys import ENGINE_KEY, PHASE_REPORTS, SETTINGS_KEY, TEARDOWN_FAILED
 from chaos.plugin.settings import Settings
-from chaos.spec.topology import ClusterSpec, load_topology
+from chaos.spec.topology import ClusterSpec, load_topology, releases_available
 
 #: Fixtures and markers whose use makes a test a raychaos test (and wakes the plugin up).
 FIXTURES = frozenset(
@@ -91,7 +91,7 @@ def spec_from_marker(
         spec = ClusterSpec.from_dict(fields)
         if settings.image and spec.image is None:
             spec = spec.replace(image=settings.image)
-        return spec.validate()
+        return releases_available(spec.validate())
     except SpecError as exc:
         raise pytest.UsageError(f"@pytest.mark.cluster: {exc}") from None
 

@@ -28,5 +28,7 @@ TEARDOWN_FAILED = pytest.StashKey[bool]()
 #: by a hook around the call, which has no fixture values of its own).
 FACTORY_KEY: pytest.StashKey[ClusterFactory] = pytest.StashKey()
 EXPERIMENT_KEY: pytest.StashKey[Experiment] = pytest.StashKey()
+#: Why a test's verdict is inconclusive (the stall named), set when the body ends.
+INCONCLUSIVE_KEY = pytest.StashKey[str]()
 #: The test this process runs after the current one (None: the last, or not yet known).
 NEXT_ITEM = pytest.StashKey["pytest.Item | None"]()

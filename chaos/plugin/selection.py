@@ -5,6 +5,8 @@ pytest hooks, registered by :mod:`chaos.plugin`:
 * Every id in a ``@pytest.mark.claim(...)`` must be in the claim catalogue
   (``fixtures/claims.toml``); an unknown one is a usage error naming the test, the id and the
   nearest known ids — before anything runs, not after an hour of experiments.
+* A finding's exception class (:class:`chaos.errors.Finding`) names only claims its test
+  carries: a typo is a usage error, not a finding silently about every claim.
 * ``--raychaos-claims OBJ-*,TASK-01`` (ids or fnmatch patterns, any case) keeps the tests that
   verify a matching claim and deselects the rest (``pytest_deselected``, as ``-k`` does). A
   pattern that matches no claim is a usage error. The postconditions INV-01 and INV-02 are
@@ -20,6 +22,7 @@ import pytest
 
 from chaos.errors import ChaosError
 from chaos.experiment import POSTCONDITIONS
+from chaos.plugin.allure_labels import stray_finding_claims
 from chaos.plugin.keys import SETTINGS_KEY
 from chaos.report.labels import claims_of
 
@@ -72,6 +75,17 @@ def pytest_collection_modifyitems(
             "raychaos: unknown claim id in @pytest.mark.claim (`raychaos claims` lists them):\n"
             + "\n".join(unknown[:SHOWN])
             + more
+        )
+    stray = [
+        f"  {item.nodeid}: {found} is not among its claims ({', '.join(ids)})"
+        for item, ids in marked
+        for found in stray_finding_claims(item)
+    ]
+    if stray:
+        raise pytest.UsageError(
+            "raychaos: a finding's exception names a claim its test does not carry "
+            "(chaos.errors.Finding.claims; fix the class or the @pytest.mark.claim):\n"
+            + "\n".join(stray[:SHOWN])
         )
     if not patterns:
         return

@@ -3,12 +3,14 @@
 One :class:`Claim` per id: its family, the fault, the outcome Ray documents, where Ray says so
 and which releases it applies to. :func:`load_catalogue` reads and validates the shipped file
 once per process; reports list every claim of it, the selection hooks
-(:mod:`chaos.plugin.selection`) refuse marker ids it does not know. Families (feature, docs page,
-severity) stay in :mod:`chaos.report.claims`, the one family table.
+(:mod:`chaos.plugin.selection`) refuse marker ids it does not know. The families (feature,
+docs page, severity) are in the same file, one ``[[family]]`` table each: a new family is
+the catalogue's business alone.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import functools
 import re
@@ -21,13 +23,28 @@ from pathlib import Path
 from typing import Any
 
 from chaos.errors import ChaosError
-from chaos.report.claims import FAMILIES
 
 FILE = "claims.toml"
 ID = re.compile(r"^([A-Z]+)-(\d{2})$")
 VERSION = re.compile(r"^\d+\.\d+\.\d+$")
 _REQUIRED = ("id", "family", "fault", "outcome", "doc", "source")
 _OPTIONAL = ("since", "scope")
+FAMILY_ID = re.compile(r"^[A-Z]+$")
+_FAMILY_FIELDS = ("id", "feature", "doc", "severity")
+#: Allure's severities, worst first: a test's severity is the worst of its claims' families.
+SEVERITIES = ("blocker", "critical", "normal", "minor", "trivial")
+
+
+@dataclass(frozen=True)
+class Family:
+    """A group of claims: how Allure and the reports show it."""
+
+    id: str
+    feature: str
+    #: Ray's docs page for the family.
+    doc: str
+    #: Allure severity by blast radius: the cluster, a node, or one task/actor/object.
+    severity: str
 
 
 @dataclass(frozen=True)
@@ -35,7 +52,7 @@ class Claim:
     """One documented behaviour and the fault that tests it."""
 
     id: str
-    #: The id's prefix, a key of :data:`chaos.report.claims.FAMILIES`.
+    #: The id's prefix, the id of its :class:`Family`.
     family: str
     fault: str
     #: What Ray documents should happen, as the experiments assert it.
@@ -48,11 +65,8 @@ class Claim:
     since: str = ""
     #: How the expected outcome varies by release, in a sentence ("" = it does not).
     scope: str = ""
-
-    @property
-    def feature(self) -> str:
-        """The family's name as Allure shows it (Tasks, Objects, …)."""
-        return FAMILIES[self.family].feature
+    #: The family's name as Allure shows it (Tasks, Objects, …), from its [[family]] table.
+    feature: str = ""
 
     @property
     def scope_text(self) -> str:
@@ -83,6 +97,8 @@ class Catalogue:
     claims: tuple[Claim, ...]
     #: Where it was read from, for error messages.
     origin: str = FILE
+    #: The families, by id, in file order.
+    families: Mapping[str, Family] = dataclasses.field(default_factory=dict)
 
     def __iter__(self) -> Iterator[Claim]:
         return iter(self.claims)
@@ -148,7 +164,30 @@ class Catalogue:
         return f"{what} {claim_id!r} {verb} ({tail})"
 
 
-def _claim(entry: Any, where: str) -> Claim:
+def _family(entry: Any, where: str) -> Family:
+    if not isinstance(entry, Mapping):
+        raise ChaosError(f"{where}: expected a table of family fields, got {entry!r}")
+    extra = sorted(set(entry) - set(_FAMILY_FIELDS))
+    missing = [k for k in _FAMILY_FIELDS if not str(entry.get(k, "")).strip()]
+    if extra or missing:
+        raise ChaosError(
+            f"{where}: expected the fields {', '.join(_FAMILY_FIELDS)}"
+            + (f"; unknown: {', '.join(extra)}" if extra else "")
+            + (f"; missing: {', '.join(missing)}" if missing else "")
+        )
+    fam = Family(**{k: str(entry[k]).strip() for k in _FAMILY_FIELDS})
+    if not FAMILY_ID.match(fam.id):
+        raise ChaosError(f"{where}: id {fam.id!r} is not upper-case letters (such as TASK)")
+    if fam.severity not in SEVERITIES:
+        raise ChaosError(
+            f"{fam.id}: severity {fam.severity!r} is not one of {', '.join(SEVERITIES)}"
+        )
+    if not fam.doc.startswith("https://"):
+        raise ChaosError(f"{fam.id}: doc {fam.doc!r} is not an https:// link")
+    return fam
+
+
+def _claim(entry: Any, where: str, families: Mapping[str, Family]) -> Claim:
     if not isinstance(entry, Mapping):
         raise ChaosError(f"{where}: expected a table of claim fields, got {entry!r}")
     extra = sorted(set(entry) - {*_REQUIRED, *_OPTIONAL})
@@ -163,12 +202,15 @@ def _claim(entry: Any, where: str) -> Claim:
             raise ChaosError(f"{where}: {key} is required")
         values[key] = value.strip()
     claim = Claim(**values)
+    if claim.family in families:
+        claim = dataclasses.replace(claim, feature=families[claim.family].feature)
     match = ID.match(claim.id)
     if match is None:
         raise ChaosError(f"{where}: id {claim.id!r} is not FAMILY-NN (such as TASK-01)")
-    if claim.family not in FAMILIES:
+    if claim.family not in families:
         raise ChaosError(
-            f"{claim.id}: family {claim.family!r} is unknown (known: {', '.join(FAMILIES)})"
+            f"{claim.id}: family {claim.family!r} is unknown (known: {', '.join(families)})",
+            hint="add a [[family]] table for it",
         )
     if match.group(1) != claim.family:
         raise ChaosError(f"{claim.id}: the id's prefix is not its family {claim.family!r}")
@@ -185,18 +227,30 @@ def parse_catalogue(text: str, origin: str = FILE) -> Catalogue:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ChaosError(f"{origin} is not valid TOML: {exc}") from None
-    extra = sorted(set(data) - {"claim"})
+    extra = sorted(set(data) - {"claim", "family"})
     if extra:
         raise ChaosError(f"{origin}: unexpected top-level key(s) {', '.join(extra)}")
+    tables = data.get("family", [])
+    if not isinstance(tables, list) or not tables:
+        raise ChaosError(f"{origin}: expected [[family]] tables, found none")
+    families: dict[str, Family] = {}
+    for n, table in enumerate(tables, 1):
+        fam = _family(table, f"{origin} family #{n}")
+        if fam.id in families:
+            raise ChaosError(f"{origin}: family {fam.id} listed twice")
+        families[fam.id] = fam
     entries = data.get("claim", [])
     if not isinstance(entries, list) or not entries:
         raise ChaosError(f"{origin}: expected [[claim]] tables, found none")
-    claims = tuple(_claim(e, f"{origin} claim #{n}") for n, e in enumerate(entries, 1))
+    claims = tuple(_claim(e, f"{origin} claim #{n}", families) for n, e in enumerate(entries, 1))
     counts = Counter(c.id for c in claims)
     twice = sorted(i for i, n in counts.items() if n > 1)
     if twice:
         raise ChaosError(f"{origin}: claim id(s) listed twice: {', '.join(twice)}")
-    return Catalogue(claims, origin)
+    empty = [f for f in families if not any(c.family == f for c in claims)]
+    if empty:
+        raise ChaosError(f"{origin}: family without claims: {', '.join(empty)}")
+    return Catalogue(claims, origin, families)
 
 
 @functools.cache

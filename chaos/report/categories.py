@@ -53,6 +53,13 @@ def _harness_names() -> list[str]:
 #: A recorded finding: an xfail whose reason starts with FINDING: (allure-pytest: skipped,
 #: "XFAIL FINDING: …").
 FINDING = "Finding: Ray differs from its docs"
+#: A recorded finding that goes either way run to run (:class:`chaos.errors.Intermittent`: a
+#: race inside Ray lost, Ray crashing); :mod:`chaos.plugin.allure` gives its result the
+#: message ``XFAIL INTERMITTENT FINDING (<class>): <reason>``.
+INTERMITTENT = "Finding: a race or crash inside Ray"
+#: A verdict the host was too busy to give (:mod:`chaos.check.stalls`).
+INCONCLUSIVE = "Inconclusive: the host was too busy to judge"
+INTERMITTENT_PREFIX = "XFAIL INTERMITTENT FINDING"
 #: A recorded finding whose test passed: pytest fails a strict xfail that passes
 #: ("[XPASS(strict)] FINDING: …", the message :mod:`chaos.plugin.allure` gives the result).
 FINDING_GONE = "Finding no longer reproduces"
@@ -63,6 +70,23 @@ FINDING_GONE = "Finding no longer reproduces"
 #: name an error class). Harness errors are matched as "failed" too: the plugin's fixtures turn
 #: a ChaosError into ``pytest.fail("ClusterBootTimeout: …")``, which Allure records as failed.
 CATEGORIES: tuple[Category, ...] = (
+    Category(
+        INCONCLUSIVE,
+        "The nodes the verdict depends on waited for a CPU for a material part of the judged "
+        "window (their cgroups' pressure stall information): the host was too busy to judge, "
+        "so the run says nothing about Ray, passed or failed. Not a reason to widen the "
+        "window: run fewer clusters at a time, or on a quieter machine.",
+        ("broken", "skipped"),
+        r"(?s)INCONCLUSIVE:.*",
+    ),
+    Category(
+        INTERMITTENT,
+        "This run lost a race inside Ray, or a Ray process crashed, where the docs promise an "
+        "orderly outcome: the claim did not hold in this run. Such a finding goes either way "
+        "from run to run; the report says in how many runs the claim held.",
+        ("skipped",),
+        r"(?s)XFAIL INTERMITTENT FINDING.*",
+    ),
     Category(
         FINDING,
         "The pinned Ray release contradicts its documentation here, and the experiment records "
@@ -121,7 +145,9 @@ CATEGORIES: tuple[Category, ...] = (
 )
 
 #: Categories that say nothing about Ray (shown as broken even when Allure says failed).
-NOT_ABOUT_RAY = frozenset({"Fault not observed / inconclusive", "Harness or Docker error"})
+NOT_ABOUT_RAY = frozenset(
+    {INCONCLUSIVE, "Fault not observed / inconclusive", "Harness or Docker error"}
+)
 
 
 def categorize(status: str, message: str) -> str | None:

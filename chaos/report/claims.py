@@ -1,7 +1,7 @@
 """Claim families → Allure structure: feature, documentation link, severity.
 
-Pure functions of claim ids (the claims themselves are in :mod:`chaos.report.catalogue`):
-the one family table, and the one place that says which labels and links a claim gives a
+Pure functions of claim ids (the claims and their families are in
+:mod:`chaos.report.catalogue`): the one place that says which labels and links a claim gives a
 test. :mod:`chaos.plugin.allure_labels` applies them to a running test, :mod:`chaos.report.crash`
 writes them into the result of a test whose xdist worker died; both read them from here.
 """
@@ -9,10 +9,10 @@ writes them into the result of a test whose xdist worker died; both read them fr
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
 
-DOCS = "https://docs.ray.io/en/latest/ray-core"
+from chaos.report.catalogue import SEVERITIES, Family, load_catalogue
+
 EPIC = "Ray fault tolerance"
 #: The excluded Allure parameter naming the Ray version a raychaos test ran against.
 #: The excluded Allure parameter that marks a result as raychaos's and names its Ray release
@@ -23,58 +23,30 @@ PARAMETER = "raychaos.ray_version"
 #: Coverage counts a finding from this label, never from a message (a ``pytest.skip`` or an
 #: imperative ``pytest.xfail`` saying "FINDING:" is not one).
 FINDING_LABEL = "raychaos.finding"
-#: Marks results written by a raychaos that labels its findings; results without it (an older
-#: raychaos) are read by their xfail message, ``XFAIL FINDING: …``.
+#: The claims a test's recorded finding is about (:attr:`chaos.errors.Finding.claims` of the
+#: exception its xfail names), one label each, written at set-up: the test's other claims keep
+#: their own verdicts. Results without it (schema 2) hold findings about every claim.
+FINDING_ABOUT_LABEL = "raychaos.finding.claim"
+#: An inconclusive result: the host was too busy to judge (:mod:`chaos.check.stalls`); its
+#: value names the stall. Counted apart by coverage, compare, report and bench.
+INCONCLUSIVE_LABEL = "raychaos.inconclusive"
+#: Marks results written by a raychaos that labels its findings. A result without it is never
+#: counted as a finding, whatever its message says (``raychaos coverage`` lists such results).
 SCHEMA_LABEL = "raychaos.schema"
-SCHEMA = "2"
-#: Allure's severities, worst first: a test's severity is the worst of its claims' families.
-SEVERITIES = ("blocker", "critical", "normal", "minor", "trivial")
+SCHEMA = "3"
 
 
-@dataclass(frozen=True)
-class Family:
-    feature: str
-    doc: str
-    #: Allure severity by blast radius: the cluster, a node, or one task/actor/object.
-    severity: str
-
-
-FAMILIES = {
-    "TASK": Family("Tasks", f"{DOCS}/fault_tolerance/tasks.html", "normal"),
-    "OBJ": Family("Objects", f"{DOCS}/fault_tolerance/objects.html", "normal"),
-    "ACTOR": Family("Actors", f"{DOCS}/fault_tolerance/actors.html", "normal"),
-    "NODE": Family("Nodes and raylets", f"{DOCS}/fault_tolerance/nodes.html", "critical"),
-    "GCS": Family("Head and GCS", f"{DOCS}/fault_tolerance/gcs.html", "blocker"),
-    "NET": Family("Network", f"{DOCS}/fault_tolerance/nodes.html", "critical"),
-    "STORE": Family("Object store", f"{DOCS}/objects/object-spilling.html", "normal"),
-    "OOM": Family("Memory", f"{DOCS}/scheduling/ray-oom-prevention.html", "critical"),
-    "VER": Family("Version skew", "https://docs.ray.io/en/latest/cluster/faq.html", "critical"),
-    "SCHED": Family("Scheduling", f"{DOCS}/scheduling/index.html", "normal"),
-    "PEND": Family("Pending work", f"{DOCS}/scheduling/index.html", "normal"),
-    "TENANT": Family("Multi-tenancy", f"{DOCS}/namespaces.html", "normal"),
-    "SERVE": Family(
-        "Ray Serve",
-        "https://docs.ray.io/en/latest/serve/production-guide/fault-tolerance.html",
-        "critical",
-    ),
-    "CHURN": Family("Production churn", f"{DOCS}/fault_tolerance.html", "critical"),
-    "AUTOSCALE": Family(
-        "Autoscaling",
-        "https://docs.ray.io/en/latest/cluster/vms/user-guides/configuring-autoscaling.html",
-        "critical",
-    ),
-    "ADVICE": Family("Runbook advice", f"{DOCS}/configure.html", "minor"),
-    "INV": Family("Invariants", f"{DOCS}/fault_tolerance.html", "normal"),
-}
+def families() -> Mapping[str, Family]:
+    """The shipped catalogue's families, by id (``fixtures/claims.toml``)."""
+    return load_catalogue().families
 
 
 def family(claim: str) -> Family:
     prefix = claim.split("-", 1)[0]
-    if prefix not in FAMILIES:
-        raise ValueError(
-            f"unknown claim id {claim!r}: expected a prefix among {', '.join(FAMILIES)}"
-        )
-    return FAMILIES[prefix]
+    known = families()
+    if prefix not in known:
+        raise ValueError(f"unknown claim id {claim!r}: expected a prefix among {', '.join(known)}")
+    return known[prefix]
 
 
 def worst_severity(severities: Iterable[str]) -> str:

@@ -12,7 +12,9 @@ The table a team reads before an upgrade (:func:`lines`; Markdown, the HTML page
 its windows (median and range over the trials, base beside candidate), then one line counting
 the claims run on neither side. A result judges only the claims it evaluated
 (:func:`chaos.report.coverage.verdict_for`): a failed body leaves INV-01/INV-02 *not judged*
-for that test. Each detail is the message of the result that decided the verdict.
+for that test, and a finding about one claim leaves another claim of its test passed where the
+body recorded it held, else *not judged* (the detail says which). Each detail is the message
+of the result that decided the verdict.
 
 Exceptions and ``.reason`` values are read from what the results carry: the failure message
 and string measurements. A measurement named for a claim (``TASK-05 kill → retry done (s)``)
@@ -55,12 +57,8 @@ from chaos.report.coverage import (
     verdict_of,
 )
 from chaos.report.model import FINDING as FINDING_RE
-from chaos.report.model import Results, TestResult
+from chaos.report.model import INCONCLUSIVE, Results, TestResult
 from chaos.report.stats import (
-    BEYOND_NOISE,
-    BEYOND_TOLERANCE,
-    MOVE_FLOOR,
-    MOVE_RATIO,
     Proportion,
     Spread,
     beyond_noise,
@@ -71,6 +69,8 @@ from chaos.report.stats import (
 from chaos.report.trials import untrial
 
 REGRESSION = "regression"
+#: One side's verdict was given on a host too busy to judge: never a regression or a fix.
+INCONCLUSIVE_SIDE = "inconclusive on one side"
 FINDING_GONE = "finding no longer reproduces"
 NEW_FINDING = "new finding"
 NOW_PASSES = "now passes"
@@ -91,6 +91,7 @@ CHANGES = (
     WINDOW_MOVED,
     CHANGED,
     MISSING_ONE_SIDE,
+    INCONCLUSIVE_SIDE,
     UNCHANGED,
     NOT_RUN,
 )
@@ -104,6 +105,7 @@ COLOURS = {
     WINDOW_MOVED: "broken",
     CHANGED: "skipped",
     MISSING_ONE_SIDE: "not run",
+    INCONCLUSIVE_SIDE: "broken",
     NOT_RUN: "not run",
     UNCHANGED: "unknown",
 }
@@ -359,6 +361,8 @@ def classify(base: str, candidate: str) -> str:
         return NOT_RUN if base == MISSING else UNCHANGED
     if MISSING in (base, candidate):
         return MISSING_ONE_SIDE
+    if INCONCLUSIVE in (base, candidate):
+        return INCONCLUSIVE_SIDE
     if candidate == XPASS or (base == FINDING and candidate == PASSED):
         return FINDING_GONE
     if base == PASSED and candidate in (FAILED, BROKEN):
@@ -430,11 +434,28 @@ def _said(test: TestResult | None) -> str:
     return _first_line(test) if test is not None and (test.message or test.strict_xpass) else ""
 
 
-def _unjudged(side: Side, cell: Cell) -> str:
-    if not cell.unjudged:
-        return ""
-    names = ", ".join(dict.fromkeys(_test_name(t, side.release) for t in cell.unjudged))
-    return f"not judged by {names} on Ray {side.release}: it failed before this check ran"
+def _why_unjudged(test: TestResult, claim: str) -> str:
+    """Why ``test`` carries ``claim`` but did not judge it
+    (:func:`chaos.report.coverage.verdict_for`)."""
+    if claim not in POSTCONDITIONS and test.finding:
+        about = ", ".join(test.finding_claims)
+        return f"it ended in its finding about {about} before recording {claim} held"
+    if test.inconclusive is not None:
+        return "its run was inconclusive (the host too busy to judge) and this check did not pass"
+    return "it failed before this check ran"
+
+
+def _unjudged(side: Side, cell: Cell, claim: str) -> str:
+    why: dict[str, list[str]] = {}
+    for test in cell.unjudged:
+        names = why.setdefault(_why_unjudged(test, claim), [])
+        name = _test_name(test, side.release)
+        if name not in names:
+            names.append(name)
+    return "; ".join(
+        f"not judged by {', '.join(names)} on Ray {side.release}: {reason}"
+        for reason, names in why.items()
+    )
 
 
 def _row(claim: str, base: Side, candidate: Side, b: Cell, c: Cell) -> Row:
@@ -465,7 +486,7 @@ def _row(claim: str, base: Side, candidate: Side, b: Cell, c: Cell) -> Row:
         was = _said(b.deciding())
         said = f"was: {was}" if was else ""
     notes = ([said] if said else []) + notes
-    notes += [n for n in (_unjudged(base, b), _unjudged(candidate, c)) if n]
+    notes += [n for n in (_unjudged(base, b, claim), _unjudged(candidate, c, claim)) if n]
     return Row(claim, b, c, change, "; ".join(notes), measured)
 
 
@@ -521,106 +542,3 @@ def ordered(cmp: Comparison) -> list[Row]:
 def summary(cmp: Comparison) -> str:
     parts = [f"{cmp.count(c)} {c}" for c in CHANGES if cmp.count(c)]
     return ", ".join(parts)
-
-
-# -- output: one table; Markdown here, HTML in chaos.report.html ----------------------------
-#: The mark of a window's line, under its claim's.
-WINDOW_MARK = "↳ "
-
-
-def legend() -> str:
-    """How windows are shown and when one moved (the tolerance stated)."""
-    return (
-        f"Windows ({WINDOW_MARK.strip()} rows): median (min–max, N trials) on each side. "
-        f"{WINDOW_MOVED.capitalize()}: with 2 trials or more on both sides when the ranges do "
-        f"not overlap ({BEYOND_NOISE}); else, for a window in seconds, when the medians "
-        f"differ by ×{MOVE_RATIO:g} or more and by {MOVE_FLOOR:g} s or more ({BEYOND_TOLERANCE}: "
-        "one release's windows vary up to ×6 between suite runs; counts and bytes are shown, "
-        "not judged, with single trials). Postconditions (INV-01, "
-        "INV-02) are judged only by the tests that checked them."
-    )
-
-
-@dataclass(frozen=True)
-class Line:
-    """One line of the comparison table: a claim, or one of its windows under it."""
-
-    claim: str
-    base: str
-    candidate: str
-    change: str
-    detail: str
-    #: The claim's row (None for a window's line).
-    row: Row | None = None
-    window: Window | None = None
-
-
-def lines(cmp: Comparison) -> list[Line]:
-    """The table Markdown and HTML both render: every shown claim, its windows below it."""
-    found = []
-    for row in ordered(cmp):
-        found.append(
-            Line(row.claim, row.base.shown, row.candidate.shown, row.change, row.detail, row)
-        )
-        for w in row.windows:
-            why = f"{w.delta}, {w.moved}" if w.moved else w.delta
-            found.append(
-                Line(
-                    WINDOW_MARK + w.label,
-                    str(w.base) if w.base else "—",
-                    str(w.candidate) if w.candidate else "—",
-                    WINDOW_MOVED if w.moved else "",
-                    why,
-                    window=w,
-                )
-            )
-    return found
-
-
-def not_run(cmp: Comparison) -> list[str]:
-    return [r.claim for r in cmp.rows if r.change == NOT_RUN]
-
-
-def _md(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
-def render_markdown(cmp: Comparison) -> str:
-    """The comparison as Markdown (a terminal, a pull-request comment): changes first, then
-    unchanged claims, each with its windows side by side, then a count of claims not run."""
-    b, c = cmp.base, cmp.candidate
-    out = [
-        f"# raychaos compare: Ray {b.release} → Ray {c.release}",
-        "",
-        f"- base: {_md(b.label)}",
-        f"- candidate: {_md(c.label)}",
-        f"- {len(cmp.rows)} claims: {summary(cmp)}",
-        "",
-    ]
-    table = lines(cmp)
-    if table:
-        out += [
-            f"| claim | Ray {_md(b.release)} | Ray {_md(c.release)} | change | detail |",
-            "|---|---|---|---|---|",
-        ]
-        for line in table:
-            change = (
-                f"**{line.change}**" if line.change in (REGRESSION, WINDOW_MOVED) else line.change
-            )
-            out.append(
-                f"| {_md(line.claim)} | {_md(line.base)} | {_md(line.candidate)} | {change} "
-                f"| {_md(line.detail)} |"
-            )
-        out.append("")
-        if any(line.window for line in table):
-            out.append(legend())
-    skipped = not_run(cmp)
-    if skipped:
-        out.append(f"Not run on either side: {len(skipped)} claims")
-    if cmp.unknown:
-        out.append(f"Not in the claim catalogue: {', '.join(cmp.unknown)}")
-    out.append(
-        "Result: "
-        + (f"{cmp.count(REGRESSION)} regression(s)" if cmp.exit_code else "no regression")
-    )
-    return "\n".join(out) + "\n"

@@ -5,10 +5,17 @@ claim was verified. One verdict per result (:func:`verdict_of`), the worst per c
 (:data:`VERDICT_ORDER`); :mod:`chaos.report.compare` reads the same cells.
 
 A claim is *accounted for* on a release when it was verified (its tests passed) or when the
-gap to Ray's docs is a recorded finding: the test raised the exception its strict ``FINDING:``
-xfail names in ``raises=``, as the ``raychaos.finding`` label records (results of an older
-raychaos, without labels: an ``XFAIL FINDING:`` message). A ``pytest.skip("FINDING: …")`` or
-an imperative ``pytest.xfail`` is a skip. ``strict`` accepts verified only. A skip verifies
+gap to Ray's docs is a recorded finding: the test raised the exception its ``FINDING:`` xfail
+names in ``raises=``, as the ``raychaos.finding`` label records. Only that label counts: a
+result whose message reads ``XFAIL FINDING:`` without it is a skip, and the coverage lists it
+(:attr:`Coverage.uncounted`). A ``pytest.skip("FINDING: …")`` or an imperative
+``pytest.xfail`` is a skip.
+
+Verdicts are per claim: a finding is about the claims its exception names
+(:attr:`chaos.errors.Finding.claims`, the ``raychaos.finding.claim`` labels); the test's other
+claims are passed where the body recorded them held (``verdict: <claim> held`` steps) and not
+judged otherwise. A failed or broken body leaves the claims it had recorded held passed.
+``strict`` accepts verified only. A skip verifies
 nothing, and a strict xfail that passed (the finding no longer reproduces) failed the run
 until its marker is updated.
 
@@ -29,7 +36,7 @@ from pathlib import Path
 from chaos.errors import ChaosError
 from chaos.experiment import POSTCONDITIONS
 from chaos.report.catalogue import Catalogue
-from chaos.report.model import Results, TestResult, every_trial, load_results
+from chaos.report.model import INCONCLUSIVE, Results, TestResult, every_trial, load_results
 from chaos.spec.releases import sort_releases
 
 PASSED = "passed"
@@ -42,8 +49,9 @@ BROKEN = "broken"
 MISSING = "missing"
 #: A result that carries a claim but never evaluated it (a postcondition after a failed body).
 NOT_JUDGED = "not judged"
-#: A cell shows the worst verdict among its tests; worst first.
-VERDICT_ORDER = (FAILED, BROKEN, XPASS, SKIPPED, FINDING, PASSED)
+#: A cell shows the worst verdict among its tests; worst first. Inconclusive (a host too busy
+#: to judge) is worse than a verdict given, better than a run that went wrong.
+VERDICT_ORDER = (FAILED, BROKEN, XPASS, SKIPPED, INCONCLUSIVE, FINDING, PASSED)
 #: Coverage buckets: what each verdict counts as.
 BUCKETS = {
     PASSED: "verified",
@@ -52,19 +60,21 @@ BUCKETS = {
     FAILED: "failed/broken",
     BROKEN: "failed/broken",
     XPASS: "failed/broken",
+    INCONCLUSIVE: "inconclusive",
     MISSING: "missing",
 }
-BUCKET_ORDER = ("verified", "finding", "skipped", "failed/broken", "missing")
+BUCKET_ORDER = ("verified", "finding", "inconclusive", "skipped", "failed/broken", "missing")
 #: The release of raychaos results that carry no raychaos.ray_version parameter.
 UNVERSIONED = "unversioned"
 
 
 def verdict_of(test: TestResult) -> str:
-    """passed, finding, finding gone, skipped, failed or broken (anything else)."""
+    """passed, finding, finding gone, inconclusive, skipped, failed or broken (anything
+    else)."""
     if test.strict_xpass:
         return XPASS
     status = test.effective_status
-    return status if status in (PASSED, FINDING, SKIPPED, FAILED) else BROKEN
+    return status if status in (PASSED, FINDING, INCONCLUSIVE, SKIPPED, FAILED) else BROKEN
 
 
 def _names(test: TestResult, claim: str) -> bool:
@@ -99,12 +109,26 @@ def verdict_for(claim: str, test: TestResult) -> str:
     """
     verdict = verdict_of(test)
     if claim not in POSTCONDITIONS:
+        about = claim in test.finding_claims
         if postconditions_failed(test):
-            # The body held; a body that raised its finding did, but in a run that broke.
-            return BROKEN if test.finding else PASSED
+            if not test.finding:
+                return PASSED  # the body held
+            # A body that raised its finding did, but in a run that broke.
+            return BROKEN if about else PASSED if claim in test.held else NOT_JUDGED
+        if verdict == FINDING and not about:
+            return PASSED if claim in test.held else NOT_JUDGED
+        if verdict == XPASS and not about:
+            return PASSED  # the whole body passed
+        if verdict in (FAILED, BROKEN) and claim in test.held:
+            return PASSED  # judged held before the body failed on something else
         return verdict
     if verdict in (FINDING, XPASS):
         return PASSED
+    if verdict == INCONCLUSIVE:
+        # The postconditions run after the body whatever the host did: a failed one fails
+        # the result instead, so an inconclusive result's checks held.
+        ran = {c: status for c, status in test.checks if c in POSTCONDITIONS}
+        return PASSED if ran.get(claim) == PASSED else NOT_JUDGED
     if verdict not in (FAILED, BROKEN):
         return verdict
     ran = {c: status for c, status in test.checks if c in POSTCONDITIONS}
@@ -207,6 +231,9 @@ class Coverage:
     cells: Mapping[tuple[str, str], Cell]
     #: Claim ids in the results that the catalogue does not know.
     unknown: tuple[str, ...] = ()
+    #: What was not counted, and why: one line per result whose message reads like a finding
+    #: but carries no finding label.
+    uncounted: tuple[str, ...] = ()
 
     def cell(self, claim: str, release: str) -> Cell:
         return self.cells.get((claim, release), Cell(MISSING))
@@ -223,8 +250,22 @@ class Coverage:
         good = {PASSED} if strict else {PASSED, FINDING}
         return all(self.cell(claim, r).verdict in good for r in self.releases)
 
+    def inconclusive(self) -> tuple[str, ...]:
+        """Claims not accounted for only because a run of theirs was inconclusive."""
+        rels = self.releases
+        return tuple(
+            c
+            for c in self.claims
+            if not self.accounted(c, strict=False)
+            and all(self.cell(c, r).verdict in (PASSED, FINDING, INCONCLUSIVE) for r in rels)
+        )
+
     def exit_code(self, *, strict: bool) -> int:
-        return 0 if all(self.accounted(c, strict=strict) for c in self.claims) else 1
+        """1 when a claim is not accounted for — unless only because the host was too busy
+        to judge it: an inconclusive claim is listed, never a red run."""
+        apart = set(self.inconclusive())
+        ok = all(self.accounted(c, strict=strict) or c in apart for c in self.claims)
+        return 0 if ok else 1
 
 
 def coverage(results: Results, catalogue: Catalogue, claims: Sequence[str] = ()) -> Coverage:
@@ -238,7 +279,21 @@ def coverage(results: Results, catalogue: Catalogue, claims: Sequence[str] = ())
         for claim, cell in cells_of(tests, release).items()
     }
     unknown = sorted({c for t in tests for c in t.claims if c not in catalogue})
-    return Coverage(results.directory, chosen, tuple(releases), cells, tuple(unknown))
+    return Coverage(
+        results.directory, chosen, tuple(releases), cells, tuple(unknown), uncounted_of(tests)
+    )
+
+
+def uncounted_of(tests: Iterable[TestResult]) -> tuple[str, ...]:
+    """A line per result that reads like a finding but is not counted as one (a skip)."""
+    return tuple(
+        f"{t.full_name} [{release_of(t)}] ({', '.join(t.claims) or 'no claim'}): its message "
+        "says 'XFAIL FINDING:' but it has no raychaos.finding label (written by an older "
+        "raychaos, an imperative or non-strict xfail, or an exception the xfail does not "
+        "name): counted as skipped"
+        for t in tests
+        if t.unlabelled_finding
+    )
 
 
 def render_text(cov: Coverage, *, strict: bool) -> str:
@@ -264,4 +319,12 @@ def render_text(cov: Coverage, *, strict: bool) -> str:
     lines.append(f"accounted for ({rule}) on every release: {done}/{len(cov.claims)} claims")
     if cov.unknown:
         lines.append(f"not in the claim catalogue: {', '.join(cov.unknown)}")
+    if cov.inconclusive():
+        lines.append(
+            f"inconclusive (the host too busy to judge; not verified, not failed): "
+            f"{', '.join(cov.inconclusive())}"
+        )
+    if cov.uncounted:
+        lines.append(f"not counted as findings ({len(cov.uncounted)}):")
+        lines += [f"  {line}" for line in cov.uncounted]
     return "\n".join(lines)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import socket
 import uuid
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -54,6 +55,7 @@ def item_facts(item: pytest.Item, ray_version: str, engine: str) -> dict[str, An
     if trial is not None:
         parameters.append({"name": TRIAL, "value": identity.represent(trial), "excluded": True})
     links = [{"type": "link", "url": url, "name": title} for url, title in ours.links]
+    fixtures = set(getattr(item, "fixturenames", ()))
     links += [{"type": t, "url": u, "name": n} for t, u, n in identity.marker_links(item)]
     return {
         "name": ours.title or item.name,
@@ -66,13 +68,47 @@ def item_facts(item: pytest.Item, ray_version: str, engine: str) -> dict[str, An
         "labels": [{"name": n, "value": v} for n, v in labels],
         "links": links,
         "parameters": parameters,
+        # Not part of the result: what the controller needs to say how to replay it.
+        CRASH_FACTS: {"seed": "raychaos_seed" in fixtures},
     }
 
 
+#: The key of :func:`item_facts` that is not written into the result.
+CRASH_FACTS = "raychaos"
+
+
+@dataclass(frozen=True)
+class Replay:
+    """What a crashed test's result carries to replay it: the run's seed (when the test
+    drew its schedule from it) and the history its worker checkpointed, if any."""
+
+    seed: int | None = None
+    #: The history file the worker wrote last, copied into the results as an attachment.
+    history_source: str | None = None
+
+
 def crash_result(
-    nodeid: str, facts: Mapping[str, Any], message: str, worker: str, start: int, stop: int
+    nodeid: str,
+    facts: Mapping[str, Any],
+    message: str,
+    worker: str,
+    start: int,
+    stop: int,
+    replay: Replay = Replay(),
 ) -> dict[str, Any]:
     """A ``broken`` Allure result for test ``nodeid``, whose worker died, from its facts."""
+    ours = dict(facts.get(CRASH_FACTS) or {})
+    seed = replay.seed if ours.get("seed") else None
+    command = f"pytest -p no:xdist '{nodeid}'" + (f" --raychaos-seed {seed}" if seed else "")
+    parameters = list(facts.get("parameters") or [])
+    if seed is not None:
+        parameters.append({"name": "seed", "value": str(seed), "excluded": True})
+    attachments = (
+        [{"name": "history (last checkpoint)", "source": replay.history_source,
+          "type": "application/json"}]
+        if replay.history_source
+        else []
+    )  # fmt: skip
     labels = [
         *facts.get("labels", []),
         {"name": "host", "value": socket.gethostname()},
@@ -80,18 +116,21 @@ def crash_result(
     ]
     return {
         # Allure's writer drops empty fields the same way.
-        **{k: v for k, v in facts.items() if v or v is False},
+        **{k: v for k, v in facts.items() if (v or v is False) and k != CRASH_FACTS},
+        "parameters": parameters,
+        "attachments": attachments,
         "uuid": str(uuid.uuid4()),
         "status": "broken",
         "stage": "finished",
         "statusDetails": {
-            "message": message,
+            "message": f"{message} (replay: {command})",
             "trace": (
                 f"{message}\n\nThe pytest-xdist worker {worker} running {nodeid} died before "
                 "the test finished (SIGKILL, the OOM killer, os._exit or a segfault), so "
                 "pytest and allure-pytest recorded nothing; the raychaos controller wrote this "
-                "result.\nTry: rerun the test alone (pytest -p no:xdist "
-                f"'{nodeid}') and look for the OOM killer in `dmesg`."
+                "result.\nTry: rerun the test alone (" + command + ") and look for the OOM "
+                "killer in `dmesg`."
+                + (" The history attached is the worker's last checkpoint." if attachments else "")
             ),
         },
         "start": start,

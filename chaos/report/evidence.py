@@ -3,7 +3,9 @@
 ``raychaos evidence RESULTS… --out DIR`` reads Allure results directories and merges one record
 per test run into ``DIR/<family>.json`` (``task.json``, ``gcs.json``…): the claim ids, the
 test, the Ray release, when it ran, its effective status (passed / finding / failed / broken /
-skipped), the first line of its message and its measurements. A record is keyed by the Allure
+skipped), each claim's own verdict (:func:`chaos.report.coverage.verdict_for`: a finding about
+one claim leaves another passed where the body recorded it held, else not judged), the first
+line of its message and its measurements. A record is keyed by the Allure
 result's uuid, so exporting the same directory twice adds nothing. The files are the raw
 values the evidence notes in ``docs/evidence/`` quote; a note can be checked against them.
 """
@@ -12,12 +14,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from chaos.errors import ChaosError
+from chaos.report.coverage import verdict_for
 from chaos.report.model import Results, load_results
 from chaos.report.stats import measurements
 
@@ -38,6 +41,10 @@ class Record:
     status: str
     message: str
     measurements: Mapping[str, Any]
+    #: Claim id → this run's verdict on it (passed, finding, failed, broken, skipped, not
+    #: judged…): the run's status is the test's, this is each claim's. Records exported
+    #: before per-claim verdicts have none.
+    verdicts: Mapping[str, str] = field(default_factory=dict)
 
 
 def family_of(claim: str) -> str:
@@ -62,6 +69,7 @@ def records(results: Results) -> list[Record]:
                 status=test.effective_status,
                 message=(test.message.strip().splitlines() or [""])[0][:400],
                 measurements=measurements(test, results.blobs),
+                verdicts={c: verdict_for(c, test) for c in test.claims},
             )
         )
     return found

@@ -16,20 +16,18 @@ from pathlib import Path
 
 from chaos.report.catalogue import Catalogue, load_catalogue
 from chaos.report.categories import FINDING_GONE
-from chaos.report.claims import FAMILIES
+from chaos.report.claims import families
 from chaos.report.compare import (
     CHANGES,
     COLOURS,
     WINDOW_MOVED,
     Comparison,
     compare,
-    legend,
-    lines,
-    not_run,
     sides_of,
 )
 from chaos.report.compare import FINDING_GONE as NO_LONGER_REPRODUCES
-from chaos.report.coverage import MISSING, NOT_JUDGED, XPASS
+from chaos.report.compare_table import legend, lines, not_run
+from chaos.report.coverage import MISSING, NOT_JUDGED, XPASS, verdict_for
 from chaos.report.coverage import Cell as ClaimCell
 from chaos.report.markup import escape as _e
 from chaos.report.matrix import (
@@ -40,7 +38,15 @@ from chaos.report.matrix import (
     measurements_of,
     versions_of,
 )
-from chaos.report.model import FINDING, GONE, XPASS_STRICT, Results, TestResult, load_results
+from chaos.report.model import (
+    FINDING,
+    GONE,
+    INCONCLUSIVE,
+    XPASS_STRICT,
+    Results,
+    TestResult,
+    load_results,
+)
 from chaos.report.trials_html import every_trial, trials_table, windows_table
 
 #: ``raychaos report``'s exit codes, as its help states them.
@@ -63,6 +69,7 @@ td.s{text-align:center;font-weight:600;white-space:nowrap}
 .passed{background:#d7f0dc;color:#17612b}.failed{background:#f9d3d3;color:#8c1212}
 .broken{background:#fde6c4;color:#8a4b00}.finding{background:#e5dcf7;color:#4b2a8c}
 .skipped{background:#eceff1;color:#455a64}.unknown{background:#eceff1}
+.inconclusive{background:#fff6d6;color:#6d5a00}
 .gone{background:#d4ecf7;color:#0b4f6c}
 .notrun{background:#fff;color:#9e9e9e;font-weight:400}
 tr.fam th{background:#e8eef6}pre{white-space:pre-wrap;background:#f7f7f7;padding:8px;margin:4px 0;
@@ -130,7 +137,8 @@ def _matrix(
         prefix = claim.split("-", 1)[0]
         if prefix != family:
             family = prefix
-            feature = FAMILIES[prefix].feature if prefix in FAMILIES else prefix
+            named = families()
+            feature = named[prefix].feature if prefix in named else prefix
             rows.append(
                 f'<tr class="fam"><th colspan="{len(versions) + 2}">{_e(feature)}</th></tr>'
             )
@@ -167,9 +175,23 @@ def _findings(tests: Sequence[TestResult]) -> str:
     if not found:
         return '<p class="muted">None.</p>'
     return "".join(
-        f'<div class="card">{_status("finding")}{_title(o)}'
+        f'<div class="card">{_status("finding")}{_title(o)}{_about(o)}'
         f"<pre>{_e(FINDING.sub('FINDING:', o.message.split(chr(10) * 2)[0], count=1))}</pre></div>"
         for o in found
+    )
+
+
+def _about(test: TestResult) -> str:
+    """Which of a finding's claims it is about, and each other claim's own verdict
+    (:func:`chaos.report.coverage.verdict_for`: passed where the body recorded it held)."""
+    if set(test.claims) <= set(test.finding_claims):
+        return ""
+    others = ", ".join(
+        f"{c} {verdict_for(c, test)}" for c in test.claims if c not in test.finding_claims
+    )
+    return (
+        f"<div>about <b>{_e(', '.join(test.finding_claims))}</b>; "
+        f"the test's other claims: {_e(others)}</div>"
     )
 
 
@@ -259,7 +281,7 @@ def _verdict(cell: ClaimCell) -> str:
 
 
 def compare_section(cmp: Comparison) -> str:
-    """A comparison's table (:func:`chaos.report.compare.lines`: the rows and order of its
+    """A comparison's table (:func:`chaos.report.compare_table.lines`: the rows and order of its
     Markdown), its counts, the windows' legend and the count of claims run on neither side."""
     b, c = cmp.base, cmp.candidate
     rows = []
@@ -340,11 +362,17 @@ def render_html(
         _status(s, text)
         for s, text in (
             ("passed", "passed"),
-            ("finding", "finding: Ray contradicts its docs, recorded as strict xfail"),
+            (
+                "finding",
+                "finding: Ray contradicts its docs, recorded as an xfail (strict, or non-strict "
+                "for a race or crash inside Ray that goes either way)",
+            ),
             (GONE, "finding gone: a recorded finding's test passed (update its marker)"),
             ("failed", "failed: Ray contradicts its docs (new)"),
             ("broken", "broken: harness, Docker or inconclusive"),
             ("skipped", "skipped"),
+            (INCONCLUSIVE, "inconclusive: the host was too busy to judge"),
+            (NOT_JUDGED, "not judged: carried by a test that did not decide it"),
             (NOT_RUN, NOT_RUN),
         )
     )

@@ -7,12 +7,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from chaos.report.coverage import NOT_JUDGED, verdict_for, verdict_of
-from chaos.report.model import GONE, MEASUREMENTS, TestResult
+from chaos.report.model import GONE, INCONCLUSIVE, MEASUREMENTS, TestResult
 from chaos.spec.releases import sort_releases
 
 #: A cell shows the worst result among its tests; worst first. A finding that no longer
-#: reproduces asks for an edit (its marker), not an investigation: after failed and broken.
-STATUS_ORDER = ("failed", "broken", GONE, "finding", "skipped", "unknown", "passed")
+#: reproduces asks for an edit (its marker), not an investigation: after failed and broken. An
+#: inconclusive run (a host too busy to judge) said nothing about Ray: after a skip.
+STATUS_ORDER = ("failed", "broken", GONE, "finding", "skipped", INCONCLUSIVE, "unknown", "passed")
 NOT_RUN = "not run"
 
 

@@ -13,7 +13,13 @@ from typing import Any, ClassVar
 
 from chaos.errors import ChaosError
 from chaos.report.categories import FINDING_GONE, NOT_ABOUT_RAY, categorize
-from chaos.report.claims import FINDING_LABEL, PARAMETER, SCHEMA_LABEL
+from chaos.report.claims import (
+    FINDING_ABOUT_LABEL,
+    FINDING_LABEL,
+    INCONCLUSIVE_LABEL,
+    PARAMETER,
+    SCHEMA_LABEL,
+)
 from chaos.report.files import CONTAINER, RESULT, read_json, read_objects
 from chaos.report.properties import parse_properties
 from chaos.report.trials import trial_of_parameters
@@ -21,17 +27,25 @@ from chaos.report.trials import trial_of_parameters
 #: allure-pytest records an xfail as "skipped" with the message "XFAIL <reason>…" (how a
 #: finding's message reads; whether it is one, only its label says: ``TestResult.finding``).
 FINDING = re.compile(r"^(?:XFAIL )?FINDING:")
-#: The message of a finding in results of a raychaos older than its finding labels.
+#: The message of a finding in results of a raychaos older than its finding labels: such a
+#: result is not counted (its label would say which exception it raised), only listed.
 OLD_FINDING = re.compile(r"^XFAIL FINDING:")
 #: pytest's report of a strict xfail whose test passed (the test fails).
 XPASS_STRICT = "[XPASS(strict)]"
 #: The effective status of a strict xfail whose test passed: a recorded finding that no longer
 #: reproduces. Never "failed": a fix in Ray must not read as a regression.
 GONE = "finding gone"
+#: The effective status of a body judged on a host too busy to judge it (its label names the
+#: stall): neither passed nor failed.
+INCONCLUSIVE = "inconclusive"
 MEASUREMENTS = "measurements"
 #: A claim's check in a fixture's teardown step title: ``check: INV-01 available CPU …``
 #: (:mod:`chaos.experiment.kit` names the postconditions' steps so).
 CHECK_STEP = re.compile(r"^check: ([A-Z]+-[0-9]+)\b")
+#: A claim's verdict recorded in the body (:meth:`chaos.experiment.Experiment.held`):
+#: ``verdict: CHURN-03 held — <evidence>``. A claim of a test that ends in a finding about
+#: another claim, or in a failure, is passed only if its verdict step says it held.
+VERDICT_STEP = re.compile(r"^verdict: ([A-Z][A-Z0-9]*-[0-9]+) held\b")
 
 
 @dataclass(frozen=True)
@@ -65,16 +79,44 @@ class TestResult:
     #: (claim id, step status) of each claim checked in a fixture's teardown (the
     #: postconditions): which checks ran, and how each ended.
     checks: tuple[tuple[str, str], ...] = ()
+    #: Claims whose verdict the body recorded as held (a passed ``verdict:`` step).
+    held: tuple[str, ...] = ()
 
     @property
     def finding(self) -> bool:
-        """The body raised its recorded finding: the exception its strict xfail names in
-        ``raises=`` (the ``raychaos.finding`` label :mod:`chaos.plugin.allure` writes). Results
-        of an older raychaos, which wrote no such label, are read by their xfail message."""
-        names = {name for name, _ in self.labels}
-        if SCHEMA_LABEL in names:
-            return FINDING_LABEL in names
-        return self.status == "skipped" and OLD_FINDING.match(self.message) is not None
+        """The body raised its recorded finding: the exception its xfail names in ``raises=``
+        (the ``raychaos.finding`` label :mod:`chaos.plugin.allure` writes). Only the label
+        counts: a message that reads ``XFAIL FINDING:`` without it (a result of a raychaos
+        older than its labels, a non-strict xfail, an imperative one) is not a finding
+        (:attr:`unlabelled_finding` lists it)."""
+        return any(name == FINDING_LABEL for name, _ in self.labels)
+
+    @property
+    def unlabelled_finding(self) -> bool:
+        """A skipped result whose message reads like a finding but carries no finding label:
+        not counted, and ``raychaos coverage`` says so."""
+        return (
+            self.status == "skipped"
+            and not self.finding
+            and OLD_FINDING.match(self.message) is not None
+        )
+
+    @property
+    def inconclusive(self) -> str | None:
+        """The stall that made this result inconclusive (its ``raychaos.inconclusive``
+        label), else None."""
+        return next((v for n, v in self.labels if n == INCONCLUSIVE_LABEL), None)
+
+    @property
+    def finding_claims(self) -> tuple[str, ...]:
+        """The claims this result's finding (raised or declared) is about: its
+        ``raychaos.finding.claim`` labels, else (results of schema 2) every claim it carries."""
+        about = tuple(sorted({v for n, v in self.labels if n == FINDING_ABOUT_LABEL}))
+        return about or self.claims
+
+    @property
+    def schema(self) -> str | None:
+        return next((v for n, v in self.labels if n == SCHEMA_LABEL), None)
 
     @property
     def effective_status(self) -> str:
@@ -83,6 +125,8 @@ class TestResult:
         ``broken``). A finding whose teardown then failed is that failure, not a finding."""
         if self.strict_xpass:
             return GONE
+        if self.inconclusive is not None:
+            return INCONCLUSIVE
         if self.status == "skipped" and self.finding:
             # An older raychaos left such a result skipped when a postcondition then failed.
             failed = [status for _, status in self.checks if status != "passed"]
@@ -155,6 +199,17 @@ def _checks(node: Mapping[str, Any]) -> list[tuple[str, str]]:
     return found
 
 
+def _held(node: Mapping[str, Any]) -> list[str]:
+    """Claims with a passed ``verdict: <claim> held`` step in the body, depth first."""
+    found: list[str] = []
+    for step in node.get("steps") or []:
+        matched = VERDICT_STEP.match(str(step.get("name", "")))
+        if matched and step.get("status") == "passed":
+            found.append(matched.group(1))
+        found += _held(step)
+    return found
+
+
 def unquote(value: str) -> str:
     # allure.dynamic.parameter stores repr(value): "'2.60.0'".
     if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
@@ -193,6 +248,7 @@ def result_from_json(data: Mapping[str, Any]) -> TestResult:
         labels=labels,
         attachments=_attachments(data),
         trial=trial_of_parameters(data.get("parameters") or []),
+        held=tuple(sorted(set(_held(data)))),
     )
 
 

@@ -18,7 +18,16 @@ import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from chaos.report.coverage import FINDING, PASSED, VERDICT_ORDER, XPASS, verdict_of, worst
+from chaos.report.coverage import (
+    FAILED,
+    FINDING,
+    PASSED,
+    VERDICT_ORDER,
+    XPASS,
+    verdict_for,
+    verdict_of,
+    worst,
+)
 from chaos.report.model import MEASUREMENTS, TestResult, every_trial
 from chaos.report.trials import untrial
 
@@ -202,6 +211,17 @@ class TrialGroup:
         is counted in."""
         judged = [v for v in self.verdicts if v not in (FINDING, XPASS, "skipped")]
         return Proportion(sum(1 for v in judged if v == PASSED), len(judged))
+
+    def held(self, claim: str) -> Proportion:
+        """Trials in which ``claim`` held, out of those that judged it, by each trial's
+        verdict on that claim (:func:`chaos.report.coverage.verdict_for`, not the test's):
+        passed (or, for the claim a strict finding is about, its test passed: the finding no
+        longer reproduces) out of those, plus the trials that failed it or raised a finding
+        about it. A broken, skipped or not-judged trial decided nothing about the claim; a
+        finding about another claim leaves it held only where the body recorded it held."""
+        verdicts = [verdict_for(claim, t) for t in self.runs]
+        judged = [v for v in verdicts if v in (PASSED, XPASS, FINDING, FAILED)]
+        return Proportion(sum(1 for v in judged if v in (PASSED, XPASS)), len(judged))
 
     @property
     def shown(self) -> str:

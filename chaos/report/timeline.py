@@ -17,9 +17,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from chaos.check.stalls import STALLED_FRACTION, STRETCH_S, stall_steps
+from chaos.cluster.stalls import PERIOD_S
 from chaos.history import Event, History, Kind
 
 if TYPE_CHECKING:
@@ -44,6 +47,7 @@ _EVENT_ROWS = 4
 _FAULT_ROWS = 4
 _FONT = 7
 _WORKERS_LANE = "autoscaled workers"
+_STALL_LANE = "host: CPU stall"
 
 
 @dataclass(frozen=True)
@@ -184,13 +188,17 @@ def figure(history: History, *, names: Mapping[str, str], title: str = "") -> An
     if scaled:
         rows.append(_WORKERS_LANE)
         heights.append(1.5)
+    stalled = stall_steps(history.events(Kind.CPU_STALL))
+    if stalled:
+        rows.append(_STALL_LANE)
+        heights.append(1.5)
     if banded:
         rows.append("measured windows")
         heights.append(0.4 + 0.5 * len(banded))
     y: dict[str, float] = {}
     top = 0.0
     for name, height in zip(reversed(rows), reversed(heights), strict=True):
-        lined = name in rate_names or name == _WORKERS_LANE
+        lined = name in rate_names or name in (_WORKERS_LANE, _STALL_LANE)
         y[name] = top + (0.5 if height == 1.0 else 0.75 if lined else 0.3)
         top += height
     if banded:  # the lane's name in the middle of its rows
@@ -239,6 +247,9 @@ def figure(history: History, *, names: Mapping[str, str], title: str = "") -> An
         _rates(ax, history, source, t0, y[lane] - 0.6, 1.2)
     if scaled:
         _workers(ax, history, t0, end, y[_WORKERS_LANE] - 0.6, 1.2)
+    if stalled:
+        beats = sorted({e.t for e in history.events(Kind.CPU_STALL)})
+        _stalls(ax, stalled, beats, t0, y[_STALL_LANE] - 0.6, 1.2)
     for source in workload_sources:
         marks = _merged([e for e in history.events(source=source) if e.kind not in _SKIP_KINDS])
         _ticks(ax, canvas, marks, t0, y[source])
@@ -345,6 +356,31 @@ def worker_series(
     caps = history.events("autoscaler_bridge_started")
     cap = int(caps[-1].get("max_workers")) if caps else None
     return wanted, present, cap
+
+
+def _stalls(
+    ax: Any,
+    lane: Sequence[tuple[float, float]],
+    beats: Sequence[float],
+    t0: float,
+    base: float,
+    height: float,
+) -> None:
+    """The most stalled node's share of each second spent waiting for a CPU (0 to 1), under
+    the share that makes a judged window inconclusive (dotted, over a 5 s stretch); shaded
+    where the sampler itself went silent for more than two periods (the harness starved)."""
+    xs = [t - t0 for t, _ in lane]
+    ys = [base + height * share for _, share in lane]
+    ax.step(xs, ys, where="pre", color=_ERROR, linewidth=1.0, alpha=0.9)
+    for a, b in pairwise(beats):
+        if b - a > 2 * PERIOD_S:
+            ax.fill_between([a - t0, b - t0], base, base + height, color="grey", alpha=0.25)
+    ax.axhline(base + height * STALLED_FRACTION, color="#555555", linestyle=":", linewidth=0.8)
+    label = (
+        f"CPU stall, worst node (0-100 % of each second); inconclusive above "
+        f"{STALLED_FRACTION:.0%} over {STRETCH_S:.0f} s (dotted)"
+    )
+    ax.text(xs[0], base + height, label, fontsize=_FONT, color="#555555", va="bottom")
 
 
 def _workers(ax: Any, history: History, t0: float, end: float, base: float, height: float) -> None:

@@ -26,8 +26,21 @@ def _groups(results: Results) -> list[TrialGroup]:
     return trial_groups(results.runs) if results.runs else []
 
 
+def held_per_claim(group: TrialGroup) -> str:
+    """``CHURN-03 held in 3 of 3; CHURN-05 held in 1 of 3``: each claim of the test by its
+    own verdict per trial (:meth:`TrialGroup.held`)."""
+    said = []
+    for claim in group.latest.claims:
+        held = group.held(claim)
+        said.append(
+            f"{claim} held in {held.successes} of {held.n}" if held.n else f"{claim} not judged"
+        )
+    return "; ".join(said)
+
+
 def trials_table(results: Results, pill: Pill) -> str:
-    """One row per test and release: its trials' verdict as k/N with the Wilson interval."""
+    """One row per test and release: its trials' verdict as k/N with the Wilson interval, and
+    how often each of its claims held."""
     groups = _groups(results)
     if not repeated(groups):
         return ""
@@ -35,15 +48,20 @@ def trials_table(results: Results, pill: Pill) -> str:
         f"<tr><td>{_e(g.name)}</td><td>{_e(g.latest.ray_version)}</td>"
         f"<td>{_e(', '.join(g.latest.claims))}</td>"
         f"<td>{pill(g.verdict, g.shown)}</td>"
+        f"<td>{_e(held_per_claim(g))}</td>"
         f"<td>{_e(' '.join(v for v in g.verdicts))}</td></tr>"
         for g in groups
     )
     return (
         "<h2>Trials</h2><p>Each test ran several times (--raychaos-trials). A trial is good "
         "when it passed (or, for a recorded finding, reproduced it); the interval is the 95 % "
-        "Wilson score interval of the good rate. The claims matrix shows the worst trial.</p>"
+        "Wilson score interval of the good rate. The claims matrix shows the worst trial. A "
+        "claim held in k of n: the trials that judged it (passed, failed or raised a finding "
+        "about it; a broken, skipped or not-judged trial decided nothing) and those in which "
+        "it held — a finding about another claim leaves it held only where the body recorded "
+        "it held.</p>"
         "<table><tr><th>experiment</th><th>Ray</th><th>claims</th><th>good trials</th>"
-        f"<th>verdict per trial</th></tr>{rows}</table>"
+        f"<th>each claim</th><th>verdict per trial</th></tr>{rows}</table>"
     )
 
 

@@ -164,7 +164,7 @@ class NodeSpec:
         validation.args(self.extra_args, f"{where}.extra_args")
         validation.flag(self.expect_join, f"{where}.expect_join")
         if self.ray_version is not None:
-            validation.ray_version(self.ray_version, f"{where}.ray_version")
+            validation.release_syntax(self.ray_version, f"{where}.ray_version")
         validation.optional_str(
             self.image, f"{where}.image", "an image reference", validation.IMAGE_RE
         )
@@ -202,7 +202,7 @@ class ClusterSpec:
     def validate(self) -> ClusterSpec:
         """Return self, or raise one :class:`SpecError` naming the field and the fix."""
         validation.name(self.name, "name")
-        validation.ray_version(self.ray_version, "ray_version")
+        validation.release_syntax(self.ray_version, "ray_version")
         if not isinstance(self.python, str) or not _PY_RE.match(self.python):
             raise SpecError("python", "a Python version such as '3.11'", self.python)
         validation.optional_str(self.image, "image", "an image reference", validation.IMAGE_RE)
@@ -373,3 +373,16 @@ def load_topology(name: str) -> ClusterSpec:
             raise SpecError("env", "an object of environment variables", own)
         data["env"] = {**env, **own}
     return ClusterSpec.from_dict(data)
+
+
+def releases_available(spec: ClusterSpec) -> ClusterSpec:
+    """``spec``, once every Ray release it names can be installed (shipped, a wheel given, or
+    on the package index: :func:`chaos.spec.validation.ray_version`, which may ask the index);
+    else :class:`SpecError` naming the field. Called at collection and at boot, never when a
+    spec is built: a spec is data."""
+    validation.ray_version(spec.ray_version, "ray_version")
+    groups = [("head", spec.head), *((f"workers[{i}]", w) for i, w in enumerate(spec.workers))]
+    for where, node in groups:
+        if node.ray_version is not None:
+            validation.ray_version(node.ray_version, f"{where}.ray_version")
+    return spec

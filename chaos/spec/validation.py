@@ -129,10 +129,10 @@ def optional_str(value: Any, where: str, expected: str, pattern: re.Pattern[str]
         raise SpecError(where, expected, value)
 
 
-def ray_version(value: Any, where: str) -> str:
-    """A Ray release the images can install: shipped with raychaos, given as a wheel
-    (``--raychaos-ray-wheel``), or on the package index pip is configured with. The one check
-    of a release: specs, the CLI, settings and the report commands all call it."""
+def release_syntax(value: Any, where: str) -> str:
+    """A Ray release as written (``2.60.0``, ``2.61.0rc1``, ``2.60.0+mycorp.1``): the pure
+    half of :func:`ray_version`, all a spec checks (a spec is data; whether the release can
+    be installed is asked at collection and at boot)."""
     if not isinstance(value, str) or not VERSION_RE.match(value):
         raise SpecError(
             where,
@@ -140,16 +140,25 @@ def ray_version(value: Any, where: str) -> str:
             value,
             hint="pass --raychaos-ray-version X.Y.Z",
         )
+    return value
+
+
+def ray_version(value: Any, where: str) -> str:
+    """A Ray release the images can install: shipped with raychaos, given as a wheel
+    (``--raychaos-ray-wheel``), or on the package index pip is configured with. The one check
+    of a release's availability: the plugin at collection, a cluster at boot, the CLI,
+    settings and the report commands all call it."""
+    release = release_syntax(value, where)
     # A shipped release needs no query: a run of one never waits on the network here (its
     # image build may still download wheels once). Only a version raychaos does not list asks
     # the index, and a cached answer that lacks it is asked again (published since?).
-    if value in releases.shipped() or releases.local(value):
-        return value
+    if release in releases.shipped() or releases.local(release):
+        return release
     answer = releases.index_releases()
-    if not answer.has(value) and answer.cached:
+    if not answer.has(release) and answer.cached:
         answer = releases.index_releases(refresh=True)
-    if answer.has(value):
-        return value
+    if answer.has(release):
+        return release
     if answer.unreachable:
         where_from = f"package index not reachable ({answer.unreachable}); shipped with raychaos"
     elif not answer.versions:
@@ -157,7 +166,7 @@ def ray_version(value: Any, where: str) -> str:
     else:
         where_from = "nearest on the package index"
     pool = answer.versions or releases.shipped()
-    near = ", ".join(releases.nearest(value, pool))
+    near = ", ".join(releases.nearest(release, pool))
     raise SpecError(
         where,
         "a Ray release with cp311 manylinux wheels on the configured package index",

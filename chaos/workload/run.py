@@ -8,11 +8,12 @@ or a typed error, and never outlives its bound.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from chaos.errors import WorkloadError, WorkloadTimeout
+from chaos.errors import MissingEvidence, WorkloadError, WorkloadTimeout
 from chaos.history import Event, History, Kind
 from chaos.steps import mark, seconds, short, step
 
@@ -91,6 +92,19 @@ class WorkloadRun:
 
     def events(self, kind: str | None = None) -> list[Event]:
         return self.history.events(kind=kind, source=self.source)
+
+    def last(self, kind: str) -> Event:
+        """The latest ``kind`` event; :class:`~chaos.errors.MissingEvidence` (inconclusive)
+        naming what the workload did report when there is none."""
+        found = self.events(kind)
+        if found:
+            return found[-1]
+        said = Counter(str(e.kind) for e in self.events())
+        raise MissingEvidence(
+            f"workload {self.target} reported no '{kind}' event ({self._ending()}); it "
+            f"reported: {dict(said) or 'nothing'}",
+            hint=f"the verdict needs it; last output: {self.stream.tail(10)}",
+        )
 
     def wait_for(
         self,

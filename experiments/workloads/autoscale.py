@@ -13,9 +13,9 @@ import time
 from typing import Any
 
 import ray
-from raychaos_agent import emit
+from raychaos_agent import emit, until
 
-from workloads.scheduling import awaited_demands, ray_status
+from workloads.scheduling import awaited_demands, pending_demands, ray_status
 from workloads.tasks import connect, outcome_of
 
 
@@ -89,8 +89,15 @@ def request(num_cpus: int) -> dict[str, Any]:
 
 
 def placement_group(bundles: list[dict[str, float]], strategy: str, timeout_s: float) -> Any:
-    """A placement group no node of the cluster can hold yet: its state while pending, how
-    long until it is ready, and where its bundles went."""
+    """A placement group no node of the cluster can hold yet: its state while pending, what
+    ``ray status`` lists for it while it is pending, how long until it is ready, and where its
+    bundles went.
+
+    ``ray status`` is polled (bounded, once a second) until its Pending Demands name a pending
+    placement group or the group has left PENDING; each snapshot is taken between two reads of
+    the group's state, so the experiment can tell a listing made while the group was pending
+    from one made after it was placed.
+    """
     from ray.util.placement_group import placement_group as create
     from ray.util.placement_group import placement_group_table, remove_placement_group
 
@@ -98,7 +105,23 @@ def placement_group(bundles: list[dict[str, float]], strategy: str, timeout_s: f
     group = create(bundles, strategy=strategy)
     started = time.time()
     emit("pg_created", state=placement_group_table(group).get("state"))
-    lines, _ = awaited_demands("pending placement group", timeout=timeout_s)
+
+    def snapshot() -> dict[str, Any]:
+        before = placement_group_table(group).get("state")
+        status = ray_status()
+        return {
+            "state_before": before,
+            "state_after": placement_group_table(group).get("state"),
+            "lines": pending_demands(status),
+            "s": round(time.time() - started, 2),
+            "status": status,
+        }
+
+    def listed_or_placed(seen: dict[str, Any]) -> bool:
+        named = any("pending placement group" in line for line in seen["lines"])
+        return named or seen["state_after"] != "PENDING"
+
+    emit("pg_listed", **until(snapshot, listed_or_placed, timeout_s, period=1.0))
     ready, _ = ray.wait([group.ready()], timeout=timeout_s)
     table = placement_group_table(group)
     emit(
@@ -107,7 +130,6 @@ def placement_group(bundles: list[dict[str, float]], strategy: str, timeout_s: f
         s=round(time.time() - started, 2),
         state=table.get("state"),
         bundles_to_node_id=table.get("bundles_to_node_id"),
-        pending_lines=lines,
     )
     remove_placement_group(group)
     return {"ready": bool(ready)}
@@ -134,7 +156,6 @@ def broken_type(
     a plain 1-CPU task: the plain one's outcome, then ``ray status``'s Pending and Recent
     failures sections once the broken node is listed, and again after ``watch_s`` (earlier if
     the listing changes)."""
-    from raychaos_agent import until
 
     def listed(status: str) -> bool:
         return any(f": {node_type}," in line for line in _section(status, "Pending:"))

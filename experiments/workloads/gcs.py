@@ -19,7 +19,9 @@ from raychaos_agent import emit, node_id_of, pin, wait_signal
 
 #: Bytes of the object another process owns on another node (plasma, not inlined: > 100 KiB).
 BLOB_BYTES = 8 * 2**20
-#: How often the running task records that it is still working.
+#: How often the running task records that it is still working: 0.2 s, 30 ticks over the
+#: 6 s it works past the signal (test_gcs.py AFTER_S), of which the experiment asks for half
+#: (a task starved on a loaded host ticks late, not never).
 TICK_S = 0.2
 
 

@@ -186,6 +186,9 @@ def serve_constants() -> dict[str, Any]:
         "DEFAULT_CONSTRUCTOR_RETRY_COUNT",
         "MAX_DEPLOYMENT_CONSTRUCTOR_RETRY_COUNT",
         "CONTROL_LOOP_INTERVAL_S",
+        "CONTROLLER_HEALTH_CHECK_RECONCILIATION_FRACTION",
+        "RAY_SERVE_PROXY_PREFER_LOCAL_NODE_ROUTING",
+        "RAY_SERVE_QUEUE_LENGTH_CACHE_TIMEOUT_S",
         "RAY_SERVE_KV_TIMEOUT_S",
         "RAY_SERVE_ENABLE_HA_PROXY",
         "RAY_SERVE_ENABLE_DIRECT_INGRESS",
@@ -296,6 +299,42 @@ def unhealthy_verdicts(replica_id: str) -> list[dict[str, Any]]:
                     when = datetime.strptime(stamp[1], "%Y-%m-%d %H:%M:%S,%f").timestamp()
                     found.append({"t": when, "in_a_row": int(verdict[1]), "line": line.strip()})
     return found
+
+
+#: A C++ component's line (raylet, GCS): ``[2026-12-02 17:23:51,744 I 123 456] …``.
+_CPP_STAMP = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) ")
+
+
+def logged(files: str, rules: dict[str, str], limit: int = 400) -> list[dict[str, Any]]:
+    """Every line of the logs ``files`` (a glob under Ray's log directory on this node) that
+    matches one of ``rules`` (name → regular expression), oldest first: the rule's name, the
+    line's own time stamp (this node's clock, to the millisecond; Serve's and the C++
+    components' formats), the regex's groups and the line. A line without a stamp (a
+    traceback's) is skipped."""
+    compiled = {name: re.compile(rule) for name, rule in rules.items()}
+    found: list[dict[str, Any]] = []
+    for path in sorted(glob.glob(f"{RAY_LOGS}/{files}")):
+        with open(path, errors="replace") as log:
+            for line in log:
+                stamp = _SERVE_STAMP.match(line) or _CPP_STAMP.match(line)
+                if stamp is None:
+                    continue
+                for name, rule in compiled.items():
+                    hit = rule.search(line)
+                    if hit:
+                        when = datetime.strptime(stamp[1], "%Y-%m-%d %H:%M:%S,%f").timestamp()
+                        found.append(
+                            {
+                                "rule": name,
+                                "t": round(when, 3),
+                                "groups": list(hit.groups()),
+                                "line": line.strip()[:400],
+                                "file": os.path.basename(path),
+                            }
+                        )
+                        break
+    found.sort(key=lambda row: row["t"])
+    return found[:limit]
 
 
 def shutdown() -> dict[str, Any]:
@@ -680,47 +719,89 @@ def start_failures(
 # -- SERVE-06: an update while the GCS is down ------------------------------------------------
 
 
+def _versions(proxies: list[str], route: str, tries: int) -> dict[str, Any]:
+    """``tries`` requests to ``route`` through each proxy in ``proxies``: which versions
+    answered, how many failed (code or error)."""
+    seen: dict[str, Any] = {"versions": {}, "failed": [], "t0": round(time.time(), 3)}
+    for name in proxies:
+        url = f"http://{node_ip(name)}:{PORT}{route}"
+        for _ in range(tries):
+            code, body = _http(url, 10.0)
+            version = None
+            if code == 200:
+                with contextlib.suppress(ValueError):
+                    version = str(json.loads(body).get("version"))
+            if version is None:
+                seen["failed"].append({"proxy": name, "code": code, "body": body[:200]})
+            else:
+                seen["versions"][version] = seen["versions"].get(version, 0) + 1
+    seen["t1"] = round(time.time(), 3)
+    return seen
+
+
 def update_during_outage(
-    other: dict[str, Any], version: str, update_s: float, signal_timeout: float = 300.0
+    other: dict[str, Any],
+    version: str,
+    update_s: float,
+    proxies: list[str],
+    after_s: float = 120.0,
+    signal_timeout: float = 300.0,
 ) -> dict[str, Any]:
     """Deploy a second application, ``other`` (``Echo`` with the arguments ``other``), while
     the GCS is up, and stay connected (a new ``ray.init`` needs the GCS). On signal
     ``gcs_down`` deploy it again with ``user_config`` ``{"version": version}`` in a thread;
-    report after ``update_s`` whether the call returned, raised or is still waiting
-    (``update_tried``). On ``gcs_back``, report how it ended and which version answers."""
+    after ``update_s``, while the GCS is still down, report whether the call returned, raised
+    or is still waiting and which versions ``/other`` answers through ``proxies``
+    (``update_tried``). On ``gcs_back``, give the call up to ``after_s`` to end, then report
+    how it ended (wall-clock times), which version answers and ``other``'s status."""
     connect()
+    t0 = time.time()
     handle = serve.run(_echo(**other), name="other", route_prefix="/other")
-    emit("update_ready", answer=handle.remote(None).result(timeout_s=30))
+    # The same call with the GCS up, for comparison with the update's.
+    deploy_s = round(time.time() - t0, 2)
+    emit("update_ready", answer=handle.remote(None).result(timeout_s=30), deploy_s=deploy_s)
+    before = _versions(proxies, "/other", 3)
     down = wait_signal("gcs_down", signal_timeout)
     app = _echo(**other, version=version)
     outcome: dict[str, Any] = {}
 
     def run() -> None:
         t0 = time.time()
-        outcome["called_at"] = t0
+        outcome["called_at"] = round(t0, 3)
         try:
             serve.run(app, name="other", route_prefix="/other")
+            outcome["returned_at"] = round(time.time(), 3)
             outcome["returned_after_s"] = round(time.time() - t0, 2)
         except Exception as exc:  # noqa: BLE001 - what the update did is the measurement
             outcome["raised"] = _describe(exc)
+            outcome["raised_at"] = round(time.time(), 3)
             outcome["raised_after_s"] = round(time.time() - t0, 2)
 
     thread = threading.Thread(target=run, daemon=True, name="update")
     thread.start()
     thread.join(update_s)
-    during = dict(outcome, waiting=thread.is_alive())
-    emit("update_tried", **during)
+    during = dict(outcome, waiting=thread.is_alive(), tried_at=round(time.time(), 3))
+    # What ``/other`` answers while the GCS is still down (the host holds the outage on).
+    during_versions = _versions(proxies, "/other", 5)
+    emit("update_tried", **during, versions=during_versions)
     back = wait_signal("gcs_back", signal_timeout)
-    thread.join(60)
+    at_back = dict(outcome, waiting=thread.is_alive())
+    thread.join(after_s)
+    final = dict(outcome, waiting=thread.is_alive())
     try:
         answer = serve.get_app_handle("other").remote(None).result(timeout_s=30)
     except Exception as exc:  # noqa: BLE001 - reported as data
         answer = {"error": _describe(exc)}
     return {
+        "deploy_s": deploy_s,
         "down_signal": down,
         "back_signal": back,
+        "versions_before": before,
         "during": during,
-        "final": dict(outcome, waiting=thread.is_alive()),
+        "versions_during": during_versions,
+        "at_back": at_back,
+        "final": final,
         "answer_after": answer,
+        "versions_after": _versions(proxies, "/other", 5),
         "status_after": _status().get("other"),
     }

@@ -21,6 +21,7 @@ import re
 import signal
 import time
 import uuid
+from datetime import UTC, datetime
 from typing import Any
 
 import ray
@@ -470,4 +471,34 @@ def task_on_dying_node(
     out["node_record"] = dead.get("record")
     out["executions"] = ray.get(tally.get.remote(key))
     out["attempts"] = task_attempts(key, expect=len(out["executions"]))
+    out["failure_cause"] = failure_cause_lines()
     return out
+
+
+#: The owner's log line when its question to the dead node's raylet, why the task's worker
+#: failed, itself fails (``NormalTaskSubmitter::HandleGetWorkerFailureCause``): it then
+#: fails or retries the task as NODE_DIED.
+FAILURE_CAUSE = "Failed to fetch worker failure cause"
+#: The stamp that starts a Ray log line (the container's clock, UTC).
+LOG_STAMP = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})")
+
+
+def log_stamp(line: str | None) -> float | None:
+    """The time a Ray log line was written (seconds since the epoch), or None."""
+    found = LOG_STAMP.match(line or "")
+    if not found:
+        return None
+    return datetime.strptime(found[1], "%Y-%m-%d %H:%M:%S,%f").replace(tzinfo=UTC).timestamp()
+
+
+def failure_cause_lines() -> list[dict[str, Any]]:
+    """This driver's log lines saying it could not ask a raylet why a worker failed: each
+    line (its start) and its time (the container's clock, UTC)."""
+    path = owner_log()
+    found: list[dict[str, Any]] = []
+    if path:
+        with open(path, errors="replace") as log:
+            for line in log:
+                if FAILURE_CAUSE in line:
+                    found.append({"t": log_stamp(line), "line": line.strip()[:400]})
+    return found

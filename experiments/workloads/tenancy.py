@@ -290,12 +290,14 @@ def store_tenant_b(n_objs: int = 3, size_mb: int = 10, duration_s: float = 40.0)
         latencies.append(round(time.time() - t1, 3))
         rounds += 1
         time.sleep(1.0)
+    # The owner's report first, then the raylets' count: the count then covers the report.
+    objects = spill_report(refs)
     return {
         "job_id": ray.get_runtime_context().get_job_id(),
         "rounds": rounds,
         "failures": failures,
         "max_round_s": max(latencies),
-        "objects": spill_report(refs),
+        "objects": objects,
         "stats": memory_stats(),
     }
 
@@ -315,6 +317,7 @@ def store_tenant_a(total_mb: int = 300, size_mb: int = 20) -> dict[str, Any]:
     # Before reading them back (a read restores a spilled object): where each one is now.
     objects = spill_report(refs)
     ok = sum(1 for r in refs if ray.get(r)[0] == 7)
+    # The raylets' count after the owner's report (and after the reads, which may spill more).
     return {
         "job_id": ray.get_runtime_context().get_job_id(),
         "objects": objects,

@@ -130,7 +130,14 @@ def test_the_experiments_boot_on_a_release_only_the_index_has(index: Path, tmp_p
         BOOT_WITHIN_S,
     )
     assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
-    statuses = [json.loads(p.read_text())["status"] for p in alluredir.glob("*-result.json")]
-    assert statuses == ["passed"] * 3, statuses
+    results = [json.loads(p.read_text()) for p in alluredir.glob("*-result.json")]
+    # TASK-04/05's experiment is an intermittent finding (FailureCauseRaceLost): a run that
+    # lost Ray's race is skipped (xfailed) in Allure, one that won passes.
+    statuses = {r["name"]: r["status"] for r in results}
+    assert len(statuses) == 3, statuses
+    assert all(
+        status == "passed" or ("node_death" in name and status == "skipped")
+        for name, status in statuses.items()
+    ), statuses
     environment = (alluredir / "environment.properties").read_text()
     assert f"ray.expectations=Ray {VERSION} is newer than every release" in environment

@@ -54,7 +54,17 @@ def suite(tmp_path: Path, image: str, select: str) -> subprocess.CompletedProces
 
 def outcome(done: subprocess.CompletedProcess[str]) -> dict[str, int]:
     last = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""
-    return {kind: int(n) for n, kind in re.findall(r"(\d+) (passed|failed|skipped|error)", last)}
+    found = re.findall(r"(\d+) (passed|failed|skipped|error|xpassed|xfailed)", last)
+    return {kind: int(n) for n, kind in found}
+
+
+def judged_well(counts: dict[str, int]) -> dict[str, int]:
+    """``counts`` with an intermittent finding's runs read as the verdicts they are: in
+    ``test_tasks`` only TASK-04/05's experiment is one (``FailureCauseRaceLost``): a run that
+    won Ray's race XPASSes, one that lost it XFAILs, and neither is a failure."""
+    counts = dict(counts)
+    counts["passed"] = counts.get("passed", 0) + counts.pop("xpassed", 0) + counts.pop("xfailed", 0)
+    return counts
 
 
 @pytest.mark.parametrize(
@@ -74,7 +84,9 @@ def test_a_team_image_boots_and_passes(
         pytest.skip(f"no standalone CPython 3.12 at {PYTHON_312} to relocate into the image")
     image = team_image(kind, PYTHON_312 if kind == "conda" else None)
     done = suite(tmp_path, image, select)
-    assert outcome(done) == {"passed": passed}, done.stdout[-3000:] + done.stderr[-2000:]
+    counts = outcome(done)
+    assert judged_well(counts) == {"passed": passed}, done.stdout[-3000:] + done.stderr[-2000:]
+    assert counts.get("xfailed", 0) + counts.get("xpassed", 0) <= (kind == "system"), counts
     assert f"raychaos: image {image}: Ray {team_images.RAY} on Python" in done.stdout
     assert layout in done.stdout
     assert f"Ray {team_images.RAY} (the image's)" in done.stdout

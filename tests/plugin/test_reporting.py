@@ -22,9 +22,10 @@ from chaos.cli import main
 from chaos.report.catalogue import load_catalogue
 from chaos.report.categories import CATEGORIES, categorize
 from chaos.report.claims import FINDING_LABEL, SCHEMA, SCHEMA_LABEL
+from chaos.report.coverage import coverage, render_text, verdict_for, verdict_of
 from chaos.report.labels import claim_story
 from chaos.report.matrix import worst
-from chaos.report.model import TestResult, fold_retries
+from chaos.report.model import Results, TestResult, fold_retries
 from chaos.report.properties import format_properties, parse_properties
 
 pytestmark = pytest.mark.filterwarnings("ignore::pytest.PytestAssertRewriteWarning")
@@ -394,18 +395,33 @@ def _result(
     )
 
 
-def test_finding_is_a_labelled_result_or_an_older_xfail_whose_reason_starts_with_finding() -> None:
-    """Results of this raychaos (schema label) are findings by their label alone; results of an
-    older one by the message allure-pytest gives a FINDING xfail. A bare "FINDING:" is not."""
-    assert _result("skipped", "XFAIL FINDING: x\n\nAssertionError").effective_status == "finding"
+def test_finding_is_a_labelled_result_and_an_unlabelled_xfail_finding_is_listed_uncounted() -> None:
+    """A result is a finding by its ``raychaos.finding`` label alone. One whose message reads
+    like a finding without it (an older raychaos, a non-strict or imperative xfail) is a skip,
+    and coverage lists it as not counted. A bare "FINDING:" is not one either."""
+    older = _result("skipped", "XFAIL FINDING: x\n\nAssertionError")
+    assert older.effective_status == "skipped" and older.unlabelled_finding
+    assert verdict_of(older) == "skipped" and verdict_for("TASK-01", older) == "skipped"
     assert _result("skipped", "XFAIL flaky on CI").effective_status == "skipped"
+    assert not _result("skipped", "XFAIL flaky on CI").unlabelled_finding
     assert _result("skipped", "FINDING: x").effective_status == "skipped"
     assert _result("skipped", "Skipped: FINDING: x").effective_status == "skipped"
     schema = (SCHEMA_LABEL, SCHEMA)
     unlabelled = _result("skipped", "XFAIL FINDING: x\n\nAssertionError", labels=(schema,))
-    assert unlabelled.effective_status == "skipped"
+    assert unlabelled.effective_status == "skipped" and unlabelled.unlabelled_finding
     labelled = (schema, (FINDING_LABEL, "AssertionError"))
-    assert _result("skipped", "XFAIL FINDING: x", labels=labelled).effective_status == "finding"
+    found = _result("skipped", "XFAIL FINDING: x", labels=labelled)
+    assert found.effective_status == "finding" and not found.unlabelled_finding
+    results = Results(Path("r"), [older], {}, {}, {}, [])
+    cov = coverage(results, load_catalogue(), ["TASK-01"])
+    assert cov.cell("TASK-01", "2.60.0").verdict == "skipped"
+    assert {bucket: n for bucket, n in cov.counts("2.60.0").items() if n} == {"skipped": 1}
+    (line,) = cov.uncounted
+    assert line.startswith("m#t [2.60.0] (TASK-01): its message says 'XFAIL FINDING:'")
+    assert "no raychaos.finding label" in line and line.endswith("counted as skipped")
+    text = render_text(cov, strict=False)
+    assert f"not counted as findings (1):\n  {line}" in text
+    assert not coverage(Results(Path("r"), [found], {}, {}, {}, []), load_catalogue()).uncounted
     # A harness error the fixtures turned into pytest.fail is not a contradiction of the docs.
     assert (
         _result("failed", "Failed: ClusterBootTimeout: 1 of 3 ALIVE").effective_status == "broken"

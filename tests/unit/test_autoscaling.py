@@ -107,7 +107,7 @@ def test_the_head_gets_the_config_the_marker_and_a_running_status_before_it_star
 
     plan = plan_cluster(
         spec(),
-        subnet=ipaddress.ip_network("10.9.0.0/24"),
+        subnet=ipaddress.IPv4Network("10.9.0.0/24"),
         image_for=lambda n: ("2.60.0", "img"),
     )
     head = plan.node("head")
@@ -143,7 +143,8 @@ def test_the_watcher_reads_workers_and_skips_the_head_and_half_written_files(
 
 class FakeNode:
     def __init__(self, name: str, ip: str) -> None:
-        self.name, self.ip, self.node_id = name, ip, None
+        self.name, self.ip = name, ip
+        self.node_id: str | None = None
 
     def set_node_id(self, node_id: str) -> None:
         self.node_id = node_id

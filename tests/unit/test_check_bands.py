@@ -16,21 +16,45 @@ from chaos.check import (
 
 
 def test_fast_health_checks_give_a_band_of_seconds() -> None:
-    # period 1 s, timeout 3 s, threshold 3: at least 1 period, at most 3 × (1 + 3) + slack.
+    # period 1 s, timeout 3 s, threshold 3, no initial delay: at least (3 - 1) periods, at
+    # most 3 × (1 + 3) + slack.
     band = node_death_band(FAST_HEALTH_CHECKS)
-    assert (band.low, band.high) == (1.0, 3 * 4.0 + OBSERVER_SLACK_S) == (1.0, 18.0)
+    assert (band.low, band.high) == (2.0, 3 * 4.0 + OBSERVER_SLACK_S) == (2.0, 18.0)
     assert band.why == "period 1 s, timeout 3 s, threshold 3"
 
 
+def test_the_floor_is_threshold_minus_one_periods_as_the_docstring_says() -> None:
+    # GcsHealthCheckManager: the check under way fails at once, then one failed check per
+    # period until the threshold. Not one period less (the band's old floor).
+    for period_ms, threshold in ((1000, 3), (3000, 5), (500, 1), (250, 2)):
+        knobs = {
+            "RAY_health_check_period_ms": str(period_ms),
+            "RAY_health_check_failure_threshold": str(threshold),
+        }
+        assert node_death_band(knobs).low == (threshold - 1) * period_ms / 1000
+    # The floor measured in the evidence (2.2 s at period 1 s, threshold 3) lies in the band.
+    assert 2.2 in node_death_band(FAST_HEALTH_CHECKS)
+    assert 1.9 not in node_death_band(FAST_HEALTH_CHECKS)
+
+
 def test_ray_defaults_apply_where_no_knob_is_set() -> None:
-    # period 3 s, timeout 10 s, threshold 5.
+    # initial delay 5 s, period 3 s, timeout 10 s, threshold 5.
     band = node_death_band({})
-    assert (band.low, band.high) == (9.0, 5 * 13.0 + OBSERVER_SLACK_S) == (9.0, 71.0)
+    assert (band.low, band.high) == (12.0, 5 + 5 * 13.0 + OBSERVER_SLACK_S) == (12.0, 76.0)
+    assert band.why == "period 3 s, timeout 10 s, threshold 5, initial delay 5 s"
+
+
+def test_the_initial_delay_moves_only_the_ceiling() -> None:
+    # A node that dies before its first check waits the delay out; the floor is unchanged.
+    base = {**FAST_HEALTH_CHECKS}
+    delayed = {**base, "RAY_health_check_initial_delay_ms": "4000"}
+    assert node_death_band(delayed).low == node_death_band(base).low
+    assert node_death_band(delayed).high == node_death_band(base).high + 4.0
 
 
 def test_one_knob_moves_the_band_and_the_others_keep_their_defaults() -> None:
     band = node_death_band({"RAY_health_check_period_ms": "500"})
-    assert (band.low, band.high) == (1.5, 5 * 10.5 + OBSERVER_SLACK_S)
+    assert (band.low, band.high) == (2.0, 5 + 5 * 10.5 + OBSERVER_SLACK_S)
     assert "period 0.5 s, timeout 10 s, threshold 5" in str(band)
 
 

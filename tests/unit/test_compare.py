@@ -11,6 +11,7 @@ import pytest
 
 from chaos.cli import main
 from chaos.report.catalogue import load_catalogue
+from chaos.report.claims import FINDING_ABOUT_LABEL, FINDING_LABEL, SCHEMA, SCHEMA_LABEL
 from chaos.report.compare import (
     CHANGED,
     EXCEPTION_CHANGED,
@@ -34,6 +35,8 @@ from chaos.report.stats import BEYOND_NOISE, BEYOND_TOLERANCE
 LOST = "AssertionError: {'type': 'ObjectLostError', 'bases': ['RayError']}\nassert 'ObjectLostError' == 'ObjectReconstructionFailedError'"
 RECON = "AssertionError: {'type': 'ObjectReconstructionFailedError', 'reason': 'OBJECT_UNRECONSTRUCTABLE_RETRIES_DISABLED'}"
 FINDING_MSG = "XFAIL FINDING: not retried under a partition\n\nAssertionError: still waiting"
+#: The exception class of FINDING_MSG's finding, as the plugin labels it (``raychaos.finding``).
+FINDING_ERROR = "AssertionError"
 
 
 def raychaos(*argv: str) -> int:
@@ -60,13 +63,23 @@ class Results:
         history: str | None = None,
         measurements: dict[str, Any] | None = None,
         details: bool = True,
+        finding: str | None = None,
+        about: tuple[str, ...] = (),
+        held: tuple[str, ...] = (),
+        trial: int | None = None,
     ) -> None:
+        """``finding``: the exception class of the finding the body raised, labelled as
+        :mod:`chaos.plugin.allure` labels it (with the schema label raychaos writes on every
+        result); ``about``: the claims it is about (``raychaos.finding.claim``, written at
+        set-up); ``held``: claims the body recorded held (passed ``verdict:`` steps);
+        ``trial``: the ``--raychaos-trials`` trial (one historyId for every trial)."""
         self.count += 1
         uuid = f"{name}-{version}-{self.count}".replace("[", "_").replace("]", "_")
         test = f"{name}[{version}]" if version else name
+        shown = f"{name}[{version}-trial{trial}]" if trial is not None else test
         data: dict[str, Any] = {
             "uuid": uuid,
-            "name": test,
+            "name": shown,
             "fullName": f"experiments.test_x#{name}",
             "historyId": history or f"h-{test}",
             "status": status,
@@ -79,6 +92,18 @@ class Results:
             if version
             else [],
         }
+        if trial is not None:
+            data["parameters"].append(
+                {"name": "raychaos_trial", "value": str(trial), "excluded": True}
+            )
+        if finding is not None or about:
+            data["labels"] += [
+                {"name": SCHEMA_LABEL, "value": SCHEMA},
+                *({"name": FINDING_ABOUT_LABEL, "value": c} for c in about),
+                *([{"name": FINDING_LABEL, "value": finding}] if finding is not None else []),
+            ]
+        if held:
+            data["steps"] = [{"name": f"verdict: {c} held — x", "status": "passed"} for c in held]
         if details and (message is not None or status != "passed"):
             data["statusDetails"] = {"message": message or "", "trace": "Traceback: …"}
         if measurements is not None:
@@ -101,11 +126,18 @@ def upgrade(tmp_path: Path) -> Path:
     r.add("test_lineage", "2.59.0", ("OBJ-01",))
     r.add("test_lineage", "2.60.0", ("OBJ-01",), "failed", "AssertionError: the read failed")
     # a recorded finding whose test passes: allure-pytest writes no status details at all
-    r.add("test_partition", "2.59.0", ("NET-01",), "skipped", FINDING_MSG)
+    r.add("test_partition", "2.59.0", ("NET-01",), "skipped", FINDING_MSG, finding=FINDING_ERROR)
     r.add("test_partition", "2.60.0", ("NET-01",), "failed", details=False)
     # new finding
     r.add("test_spill", "2.59.0", ("STORE-02",))
-    r.add("test_spill", "2.60.0", ("STORE-02",), "skipped", "XFAIL FINDING: no error\n\nx")
+    r.add(
+        "test_spill",
+        "2.60.0",
+        ("STORE-02",),
+        "skipped",
+        "XFAIL FINDING: no error\n\nx",
+        finding="CheckFailed",
+    )
     # exception class and reason changed, both failed
     r.add("test_no_retries", "2.59.0", ("OBJ-02",), "failed", LOST)
     r.add("test_no_retries", "2.60.0", ("OBJ-02",), "failed", RECON)
@@ -138,7 +170,7 @@ def test_compare_two_releases_of_one_directory(upgrade: Path) -> None:
     assert (base.release, candidate.release) == ("2.59.0", "2.60.0")
     result = compare(base, candidate, load_catalogue())
     rows = {r.claim: r for r in result.rows}
-    assert len(rows) == 85
+    assert len(rows) == len(load_catalogue())
     assert rows["TASK-01"].change == UNCHANGED and rows["TASK-01"].base.verdict == "passed"
     assert rows["OBJ-01"].change == REGRESSION
     assert rows["OBJ-01"].detail == "AssertionError: the read failed"
@@ -199,7 +231,9 @@ def test_compare_two_directories_without_a_regression_exits_0(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     before, after = Results(tmp_path / "a"), Results(tmp_path / "b")
-    before.add("test_partition", "2.60.0", ("NET-01",), "skipped", FINDING_MSG)
+    before.add(
+        "test_partition", "2.60.0", ("NET-01",), "skipped", FINDING_MSG, finding=FINDING_ERROR
+    )
     after.add(
         "test_partition",
         "2.60.0",
@@ -322,12 +356,21 @@ def test_coverage_counts_each_release_and_a_skip_verifies_nothing(
     for claim in catalogue.ids:
         for v in ("2.59.0", "2.60.0"):
             r.add(f"test_{claim}", v, (claim,))
-    r.add("test_NET-01", "2.60.0", ("NET-01",), "skipped", FINDING_MSG, history="h-net")
+    r.add(
+        "test_NET-01",
+        "2.60.0",
+        ("NET-01",),
+        "skipped",
+        FINDING_MSG,
+        history="h-net",
+        finding=FINDING_ERROR,
+    )
     r.add("test_late", "2.59.0", ("VER-01",), "skipped", "Skipped: needs a second image")
     cov = coverage(load_raychaos(r.directory), catalogue)
     assert cov.releases == ("2.59.0", "2.60.0")
     assert cov.counts("2.60.0") == {
-        "verified": 84, "finding": 1, "skipped": 0, "failed/broken": 0, "missing": 0,
+        "verified": 84, "finding": 1, "inconclusive": 0, "skipped": 0, "failed/broken": 0,
+        "missing": 0,
     }  # fmt: skip
     assert cov.counts("2.59.0")["skipped"] == 1
     assert cov.cell("VER-01", "2.59.0").shown == "skipped 1/2"
@@ -336,12 +379,16 @@ def test_coverage_counts_each_release_and_a_skip_verifies_nothing(
     assert raychaos("coverage", str(r.directory)) == 1
     out = capsys.readouterr().out
     assert out.splitlines()[0].startswith(
-        f"raychaos coverage of {r.directory}: 85 claims × Ray 2.59.0, 2.60.0"
+        f"raychaos coverage of {r.directory}: {len(load_catalogue())} claims × Ray 2.59.0, 2.60.0"
     )
     assert re.search(r"^VER-01 +skipped 1/2 +passed +✗$", out, re.M), out
     assert re.search(r"^NET-01 +passed +finding 1/2$", out, re.M), out
-    assert "Ray 2.59.0: 84 verified, 0 finding, 1 skipped, 0 failed/broken, 0 missing" in out
-    assert "on every release: 84/85 claims" in out
+    assert (
+        "Ray 2.59.0: 84 verified, 0 finding, 0 inconclusive, 1 skipped, 0 failed/broken, 0 missing"
+        in out
+    )
+    total = len(load_catalogue())
+    assert f"on every release: {total - 1}/{total} claims" in out
 
 
 def test_postconditions_after_a_finding_are_verified_not_a_finding(tmp_path: Path) -> None:
@@ -349,7 +396,9 @@ def test_postconditions_after_a_finding_are_verified_not_a_finding(tmp_path: Pat
     the body's finding is not theirs. A result broken at teardown is theirs to fail."""
     r = Results(tmp_path / "run")
     inv = ("INV-01", "INV-02")
-    r.add("test_partition", "2.60.0", ("NET-01", *inv), "skipped", FINDING_MSG)
+    r.add(
+        "test_partition", "2.60.0", ("NET-01", *inv), "skipped", FINDING_MSG, finding=FINDING_ERROR
+    )
     r.add("test_retried", "2.60.0", ("TASK-01", *inv))
     cov = coverage(load_raychaos(r.directory), load_catalogue(), ["NET-01", "TASK-01", *inv])
     assert cov.cell("NET-01", "2.60.0").verdict == "finding"
@@ -364,7 +413,7 @@ def test_coverage_exit_codes_strict_and_selected_claims(
 ) -> None:
     r = Results(tmp_path / "run")
     r.add("test_retried", "2.60.0", ("TASK-01", "TASK-02"))
-    r.add("test_partition", "2.60.0", ("NET-01",), "skipped", FINDING_MSG)
+    r.add("test_partition", "2.60.0", ("NET-01",), "skipped", FINDING_MSG, finding=FINDING_ERROR)
     r.add("test_gone", "2.60.0", ("NET-02",), "failed", details=False)
     r.add("test_custom", "2.60.0", ("MY-01",))
     d = str(r.directory)
@@ -374,7 +423,10 @@ def test_coverage_exit_codes_strict_and_selected_claims(
     assert raychaos("coverage", d) == 1  # 81 claims missing
     out = capsys.readouterr().out
     assert re.search(r"^NET-02 +finding gone +✗$", out, re.M), out
-    assert "Ray 2.60.0: 2 verified, 1 finding, 0 skipped, 1 failed/broken, 81 missing" in out
+    assert (
+        "Ray 2.60.0: 2 verified, 1 finding, 0 inconclusive, 0 skipped, 1 failed/broken, "
+        "81 missing" in out
+    )
     assert "not in the claim catalogue: MY-01" in out
     assert verdict_of(load_results(r.directory).tests[0]) in {"passed", "finding", "finding gone"}
 

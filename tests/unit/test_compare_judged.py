@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, cast
 
 import pytest
-from test_compare import FINDING_MSG, Results, raychaos
+from test_compare import FINDING_ERROR, FINDING_MSG, Results, raychaos
 
 from chaos.experiment import POSTCONDITIONS, Experiment
 from chaos.report.catalogue import load_catalogue
@@ -22,10 +22,9 @@ from chaos.report.compare import (
     WINDOW_MOVED,
     Comparison,
     compare,
-    lines,
     pick_sides,
-    render_markdown,
 )
+from chaos.report.compare_table import lines, render_markdown
 from chaos.report.coverage import NOT_JUDGED, coverage, load_raychaos
 from chaos.report.html import write_report
 from chaos.report.model import CHECK_STEP, load_results
@@ -59,7 +58,9 @@ def _suite(r: Results, version: str, *, retry: float, failed: bool, labels: bool
     """
     inv = INV if labels or not failed else ()
     # NET-01 first: its finding is the first message under INV-01/INV-02.
-    r.add("test_partition", version, ("NET-01", *INV), "skipped", FINDING_MSG)
+    r.add(
+        "test_partition", version, ("NET-01", *INV), "skipped", FINDING_MSG, finding=FINDING_ERROR
+    )
     r.add(
         "test_node_death_fails_or_retries_its_task",
         version,

@@ -10,15 +10,16 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, cast
 
 import pytest
 import requests
 
 from chaos import labels
+from chaos.backends.base import ExecResult
 from chaos.backends.docker import execstream
 from chaos.backends.docker.backend import DockerBackend
 from chaos.backends.docker.client import EngineUnresponsive, translated
@@ -147,7 +148,8 @@ def backend_with(output: Any = (), container: FakeContainer | None = None) -> Do
 def test_an_exec_bound_under_half_a_second_is_one_second_not_unlimited() -> None:
     backend = backend_with([b"ok\n"])
     assert backend.exec("worker-1", ["true"], timeout=0.3, env={}).output == "ok\n"
-    assert backend.client.api.created[0][:3] == ["timeout", "--kill-after=5", "1"]
+    api = cast(FakeApi, backend.client.api)  # backend_with's client is a namespace over a FakeApi
+    assert api.created[0][:3] == ["timeout", "--kill-after=5", "1"]
     assert execstream.in_node_bound(120.2) == 121
     with pytest.raises(WorkloadError) as caught:
         execstream.in_node_bound(0)
@@ -239,15 +241,23 @@ class Recorder:
     def __init__(self) -> None:
         self.calls: list[list[str]] = []
 
-    def __call__(self, node: str, argv: list[str], **_: Any) -> Any:
-        self.calls.append(argv)
-        return SimpleNamespace(exit_code=0, output="")
+    def __call__(
+        self,
+        node: str,
+        argv: Sequence[str],
+        *,
+        timeout: float = 60,
+        env: Mapping[str, str] | None = None,
+    ) -> ExecResult:
+        self.calls.append(list(argv))
+        return ExecResult(exit_code=0, output="")
 
 
 def test_a_signal_name_never_reaches_a_shell(tmp_path: Path) -> None:
-    cluster = Cluster(ClusterSpec(), backend=SimpleNamespace())  # type: ignore[arg-type]
+    # A namespace passes for a Backend (its __getattr__ answers any member); exec is recorded.
+    cluster = Cluster(ClusterSpec(), backend=SimpleNamespace())
     recorder = Recorder()
-    cluster.exec = recorder  # type: ignore[method-assign]
+    cluster.exec = recorder  # type: ignore[method-assign]  # the fake stands in for the method
     cluster.signal("go-1.b", node="head")
     argv = recorder.calls[0]
     assert argv[:2] == ["sh", "-c"] and "go-1.b" not in argv[2]

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from test_compare import FINDING_MSG, Results
+from test_compare import FINDING_ERROR, FINDING_MSG, Results
 
 from chaos.cli import main
 from chaos.errors import ChaosError
@@ -16,7 +16,7 @@ from chaos.report.evidence import export
 def test_runs_land_in_their_families_once(tmp_path: Path) -> None:
     r = Results(tmp_path / "results")
     r.add("test_kill", "2.60.0", ("NODE-01", "TASK-05"), measurements={"kill → DEAD (s)": 6.2})
-    r.add("test_partition", "2.60.0", ("NET-01",), "skipped", FINDING_MSG)
+    r.add("test_partition", "2.60.0", ("NET-01",), "skipped", FINDING_MSG, finding=FINDING_ERROR)
     r.add("test_plain_guest_test", None, ())  # a repository's own test: not ours
     out = tmp_path / "data"
 

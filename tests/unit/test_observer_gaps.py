@@ -193,6 +193,26 @@ def test_a_death_seen_fails_inv02_even_with_a_gap() -> None:
         kit(history, killed={OTHER}).check_no_unexpected_death()
 
 
+def test_inv02_spares_only_the_autoscalers_own_termination_of_a_node_it_launched() -> None:
+    """Ray's words for an idle node the autoscaler drained (node_manager.cc): EXPECTED_TERMINATION,
+    "Terminated by autoscaler."; the harness retires the container a provider round later."""
+    now = time.time()
+    history = History()
+    started(history, now - 30)
+    sampled(history, now - 30, now + 1)
+    drained = "Expected termination: Terminated by autoscaler."
+    history.record(Source.OBSERVER, Kind.NODE_STATE, t=now - 5, node_id=OTHER, state="DEAD",
+                   state_message=drained)  # fmt: skip
+    with pytest.raises(CheckFailed, match=r"INV-02: nodes died .*node-b"):
+        kit(history).check_no_unexpected_death()  # node-b was not launched by the autoscaler
+    history.record("autoscaler", "autoscaler_launched", t=now - 25, node="node-b")
+    kit(history).check_no_unexpected_death()
+    history.record(Source.OBSERVER, Kind.NODE_STATE, t=now - 4, node_id=OTHER, state="DEAD",
+                   state_message="Unexpected termination: health check failed")  # fmt: skip
+    with pytest.raises(CheckFailed, match=r"INV-02: nodes died .*node-b"):
+        kit(history).check_no_unexpected_death()
+
+
 # -- the supervisor ------------------------------------------------------------------------------
 class _Ended:
     """A stand-in for an agent stream that ran, sampled (or not), and ended."""

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from chaos.backends.docker.facts import engine_properties
+from chaos.report.catalogue import SEVERITIES
 from chaos.report.categories import CATEGORIES, Category, merge_categories
-from chaos.report.claims import SEVERITIES, claim_labels, claim_links, worst_severity
+from chaos.report.claims import claim_labels, claim_links, worst_severity
 from chaos.report.properties import format_properties, merge_properties, parse_properties
 from chaos.report.runfiles import RunInfo, raychaos_versions, write_run_files
 

@@ -17,17 +17,37 @@ import pytest
 
 from chaos.cli import main
 from chaos.report.catalogue import load_catalogue
-from chaos.report.categories import CATEGORIES, FINDING, FINDING_GONE, categorize
-from chaos.report.claims import claim_title, untitled
+from chaos.report.categories import (
+    CATEGORIES,
+    FINDING,
+    FINDING_GONE,
+    INCONCLUSIVE,
+    INTERMITTENT,
+    INTERMITTENT_PREFIX,
+    categorize,
+)
+from chaos.report.claims import (
+    FINDING_LABEL,
+    INCONCLUSIVE_LABEL,
+    SCHEMA,
+    SCHEMA_LABEL,
+    claim_title,
+    untitled,
+)
 from chaos.report.html import render_html
 from chaos.report.labels import claim_story, story_of
 from chaos.report.matrix import claim_matrix, worst
 from chaos.report.model import GONE, load_results, result_from_json
 from chaos.report.runfiles import RunInfo, executor, ours, write_run_files
 
-#: allure-pytest: an xfail (strict) whose test raised as the marker expects.
+#: allure-pytest: an xfail (strict) whose test raised as the marker expects, with the labels
+#: raychaos gives every result (the schema) and a recorded finding (its exception class).
 FINDING_SHAPE = {
     "status": "skipped",
+    "labels": [
+        {"name": SCHEMA_LABEL, "value": SCHEMA},
+        {"name": FINDING_LABEL, "value": "AssertionError"},
+    ],
     "statusDetails": {
         "message": "XFAIL FINDING: not retried within 60 s\n\nAssertionError: still waiting",
         "trace": "def test_finding():\n>   raise AssertionError('still waiting')",
@@ -47,6 +67,8 @@ FAILED_SHAPE = {
 
 
 def _result(shape: dict[str, Any], name: str = "test_x", claim: str = "NET-01") -> dict[str, Any]:
+    """A result of ``shape``; its ``labels``, if any, are added to the claim's."""
+    extra = {k: v for k, v in shape.items() if k != "labels"}
     return {
         "uuid": f"u-{name}",
         "name": f"[{claim}] {name}",
@@ -54,9 +76,9 @@ def _result(shape: dict[str, Any], name: str = "test_x", claim: str = "NET-01") 
         "historyId": f"h-{name}",
         "start": 1,
         "stop": 2,
-        "labels": [{"name": "claim", "value": claim}],
+        "labels": [{"name": "claim", "value": claim}, *shape.get("labels", [])],
         "parameters": [{"name": "raychaos.ray_version", "value": "'2.60.0'", "excluded": True}],
-        **shape,
+        **extra,
     }
 
 
@@ -94,16 +116,41 @@ def test_findings_and_fixed_findings_are_categorised_apart_from_failures(
 
 
 def test_finding_categories_come_before_those_a_finding_reason_could_match() -> None:
-    """A FINDING reason may say "not within" or name a harness error class; it is a finding."""
+    """A FINDING reason may say "not within" or name a harness error class; it is a finding.
+    Only the inconclusive category comes first: its message starts "INCONCLUSIVE:", which no
+    xfail's ("XFAIL …") or strict XPASS's ("[XPASS(strict)] …") message does."""
     names = [c.name for c in CATEGORIES]
-    assert names[:2] == [FINDING, FINDING_GONE]
+    assert names[:4] == [INCONCLUSIVE, INTERMITTENT, FINDING, FINDING_GONE]
+    assert categorize("skipped", "XFAIL FINDING: INCONCLUSIVE: x") == FINDING
     assert categorize("skipped", "XFAIL FINDING: WorkloadTimeout: not within 30 s") == FINDING
+    intermittent = f"{INTERMITTENT_PREFIX} (RaceLost): WorkloadTimeout: not within 30 s"
+    assert categorize("skipped", intermittent) == INTERMITTENT
     assert (
         categorize("failed", "[XPASS(strict)] FINDING: not within 60 s (WorkloadTimeout)")
         == FINDING_GONE
     )
     assert categorize("skipped", "XFAIL flaky on CI") is None
     assert categorize("failed", "[XPASS(strict)] flaky") is None  # not a recorded finding
+
+
+def test_an_inconclusive_run_is_its_own_cell_on_the_page_never_not_run(tmp_path: Path) -> None:
+    """A result the host was too busy to judge (its raychaos.inconclusive label) is shown as
+    inconclusive in the matrix: worse than a pass, better than a skip, never "not run"."""
+    inconclusive = {
+        "status": "broken",
+        "labels": [{"name": INCONCLUSIVE_LABEL, "value": "worker-1 stalled 3.1 of 5 s"}],
+        "statusDetails": {"message": "INCONCLUSIVE: worker-1 waited for a CPU 3.1 s of 5 s"},
+    }
+    data = _result(inconclusive, "test_busy", "NODE-01")
+    loaded = result_from_json(data)
+    assert loaded.effective_status == "inconclusive"
+    cells = claim_matrix([loaded], ["NODE-01"], ["2.60.0"])
+    assert cells[("NODE-01", "2.60.0")].status == "inconclusive"
+    assert worst(["passed", "inconclusive"]) == "inconclusive"
+    assert worst(["inconclusive", "skipped"]) == "skipped"
+    (tmp_path / f"{data['uuid']}-result.json").write_text(json.dumps(data))
+    page = render_html(load_results(tmp_path), [("NODE-01", "kill")])
+    assert '<td class="s inconclusive"' in page
 
 
 def test_a_fixed_finding_is_never_a_failure_on_the_page_or_in_the_matrix(tmp_path: Path) -> None:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import ast
+from pathlib import Path
+
 import pytest
 
 from chaos.errors import SpecError
@@ -109,3 +112,31 @@ def test_covered_kinds_strike_once_each_and_change_nothing_else() -> None:
 def test_covering_more_kinds_than_strikes_is_one_clear_error() -> None:
     with pytest.raises(SpecError, match="cover"):
         build(1, duration_s=40, interval_s=20, max_concurrent=1, cover=list(KINDS))
+
+
+def test_every_schedule_of_the_churn_experiment_builds_and_kills_a_node() -> None:
+    # CHURN-01/02/09/10 cover a node kill: every lane has work on every worker, so that strike
+    # reaches each (a schedule with fewer strikes than covered kinds would not build).
+    # Its constants, read from its source (importing it would need the experiments' plugin).
+    path = Path(__file__).resolve().parents[2] / "experiments" / "test_churn.py"
+    churn = {
+        node.targets[0].id: ast.literal_eval(node.value)
+        for node in ast.parse(path.read_text()).body
+        if isinstance(node, ast.Assign)
+        and isinstance(node.targets[0], ast.Name)
+        and node.targets[0].id
+        in ("CHURN_S", "LONG_CHURN_S", "STRIKE_EVERY_S", "HOLD_S", "KINDS", "COVER")
+    }
+    for duration_s in (churn["CHURN_S"], churn["LONG_CHURN_S"]):
+        for seed in range(1000):
+            schedule = Schedule.build(
+                seed,
+                kinds=churn["KINDS"],
+                duration_s=duration_s,
+                interval_s=churn["STRIKE_EVERY_S"],
+                hold_s=churn["HOLD_S"],
+                max_concurrent=1,
+                cover=churn["COVER"],
+            )
+            kinds = [s.kind for s in schedule.strikes]
+            assert StrikeKind.KILL_NODE in kinds and StrikeKind.RPC_FAILURE in kinds, seed

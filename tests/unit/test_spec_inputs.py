@@ -14,11 +14,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from chaos.errors import SpecError
-from chaos.spec.topology import ClusterSpec
+from chaos.spec.topology import ClusterSpec, releases_available
 
 
 def build(data: Any) -> ClusterSpec:
-    return ClusterSpec.from_dict(data).validate()
+    """A spec as the plugin takes one at collection: validated, then its releases asked for."""
+    return releases_available(ClusterSpec.from_dict(data).validate())
 
 
 W = "workers"
@@ -142,3 +143,18 @@ def test_any_input_validates_or_raises_spec_error(data: Any) -> None:
         assert spec.validate() is spec
         return
     assert "\n" not in message
+
+
+def test_a_spec_is_data_its_release_is_asked_for_only_when_used(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from chaos.spec import releases
+
+    def no_index(**_: Any) -> Any:
+        raise AssertionError("building a spec asked the package index")
+
+    monkeypatch.setattr(releases, "index_releases", no_index)
+    spec = ClusterSpec.from_dict({"ray_version": "2.99.0"}).validate()  # written well: data
+    assert spec.ray_version == "2.99.0"
+    with pytest.raises(AssertionError, match="asked the package index"):
+        releases_available(spec)  # collection and boot ask

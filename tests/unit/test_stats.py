@@ -12,6 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from chaos.report.catalogue import load_catalogue
+from chaos.report.claims import FINDING_LABEL, SCHEMA, SCHEMA_LABEL
 from chaos.report.compare import REGRESSION, UNCHANGED, compare, pick_sides
 from chaos.report.html import write_report
 from chaos.report.model import load_results
@@ -155,7 +156,10 @@ class Trials:
         status: str = "passed",
         message: str = "",
         measurements: dict[str, Any] | None = None,
+        finding: str | None = None,
     ) -> None:
+        """``finding``: the exception class of the finding the trial raised, labelled as the
+        plugin labels it (with the schema label raychaos writes)."""
         self.count += 1
         uuid = f"u{self.count}"
         data: dict[str, Any] = {
@@ -174,6 +178,11 @@ class Trials:
                 {"name": "raychaos.ray_version", "value": f"'{version}'", "excluded": True},
             ],
         }
+        if finding is not None:
+            data["labels"] += [
+                {"name": SCHEMA_LABEL, "value": SCHEMA},
+                {"name": FINDING_LABEL, "value": finding},
+            ]
         if status != "passed":
             data["statusDetails"] = {"message": message or "AssertionError: x", "trace": "…"}
         if measurements is not None:
@@ -203,7 +212,15 @@ def test_trials_group_by_history_and_a_rerun_replaces_its_trial(tmp_path: Path) 
 def test_a_finding_counts_reproductions_and_mixed_trials_name_the_rest(tmp_path: Path) -> None:
     r = Trials(tmp_path)
     for trial in (1, 2):
-        r.add("test_gap", "2.60.0", "NET-01", trial, "skipped", "XFAIL FINDING: not retried")
+        r.add(
+            "test_gap",
+            "2.60.0",
+            "NET-01",
+            trial,
+            "skipped",
+            "XFAIL FINDING: not retried",
+            finding="AssertionError",
+        )
     r.add("test_gap", "2.60.0", "NET-01", 3, "broken", "ClusterBootTimeout: no boot")
     (group,) = trial_groups(load_results(tmp_path).runs)
     assert group.verdict == "broken"

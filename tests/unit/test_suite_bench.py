@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,7 @@ def _write(directory: Path, name: str, data: Any) -> None:
 
 
 #: Each test's nodes' container CPU-seconds (boot, body, teardown); None: a read failed.
-CPU = [
+CPU: list[dict[str, tuple[float | None, float | None, float | None]]] = [
     {"head": (8.0, 6.0, 1.0), "worker-1": (4.0, 3.0, 0.5)},
     {"head": (7.0, 2.0, 1.5), "worker-1": (3.0, None, None)},
 ]
@@ -350,6 +351,7 @@ def test_cpu_phases_from_the_three_points() -> None:
 def test_the_factory_reads_cpu_into_the_timing_record() -> None:
     from types import SimpleNamespace
 
+    from chaos.backends.base import ExecResult
     from chaos.cluster.cluster import Cluster
     from chaos.plugin.factory import ClusterFactory
     from chaos.report.timing import cluster_timing
@@ -358,9 +360,28 @@ def test_the_factory_reads_cpu_into_the_timing_record() -> None:
     cluster = Cluster(ClusterSpec(), _Backend())  # type: ignore[arg-type]
     cluster.nodes = {"head": None, "worker-1": None}  # type: ignore[dict-item]
     counters = iter([2.0, 1.0, 3.0, 1.5, 3.5, 2.0])
-    cluster.exec = lambda node, argv, timeout: SimpleNamespace(  # type: ignore[method-assign]
-        ok=True, output=f"v1\n{int(next(counters) * 1e9)}\n"
-    )
+
+    def read_counter(
+        node: str,
+        argv: Sequence[str],
+        *,
+        timeout: float = 60,
+        env: Mapping[str, str] | None = None,
+    ) -> ExecResult:
+        return ExecResult(exit_code=0, output=f"v1\n{int(next(counters) * 1e9)}\n")
+
+    def read_fails(
+        node: str,
+        argv: Sequence[str],
+        *,
+        timeout: float = 60,
+        env: Mapping[str, str] | None = None,
+    ) -> ExecResult:
+        raise ZeroDivisionError("the read fails")
+
+    # The instance's exec is replaced on purpose by fakes with its signature; mypy flags any
+    # assignment to a method (method-assign), and only that is ignored.
+    cluster.exec = read_counter  # type: ignore[method-assign]
     factory = ClusterFactory(
         SimpleNamespace(node=SimpleNamespace(nodeid="t.py::test_x")),  # type: ignore[arg-type]
         client=None,  # type: ignore[arg-type]
@@ -375,6 +396,6 @@ def test_the_factory_reads_cpu_into_the_timing_record() -> None:
     cpu = cluster_timing(cluster)["cpu_s"]
     assert sum(cpu[n]["boot"] for n in cpu) == 3.0
     assert sum(cpu[n]["body"] + cpu[n]["teardown"] for n in cpu) == pytest.approx(2.5)
-    cluster.exec = lambda *a, **k: 1 / 0  # type: ignore[method-assign]
+    cluster.exec = read_fails  # type: ignore[method-assign]
     factory.cpu_point("ready")  # a failing read never raises
     assert cluster_timing(cluster)["cpu_s"]["head"]["body"] is None

@@ -95,11 +95,12 @@ def test_the_cli_probes_each_image_before_any_session(
 ) -> None:
     monkeypatch.chdir(tmp_path)
     order: list[str] = []
-    monkeypatch.setattr(
-        upgrade,
-        "prepare_side",
-        lambda side, base: order.append(f"probe {side}") or prepared(side, base),
-    )
+
+    def probe(side: UpgradeSide, base_image: str | None) -> str:
+        order.append(f"probe {side}")
+        return prepared(side, base_image)
+
+    monkeypatch.setattr(upgrade, "prepare_side", probe)
     run = SideRun({}, {"mycorp/ray:2.59": "passed", "mycorp/ray:2.60": "passed"})
 
     def runner(command: list[str], cwd: Path) -> int:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import ipaddress
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -40,6 +40,7 @@ from chaos.backends.docker.execstream import (
 )
 from chaos.backends.docker.images import ImageBuilder
 from chaos.backends.docker.images.derived import derive
+from chaos.backends.docker.pressure import PressureFiles
 from chaos.errors import ChaosError, DockerOperationError, WorkloadError
 from chaos.resources import agent_path
 
@@ -90,6 +91,8 @@ class DockerBackend:
         self.network: Network | None = None
         self.volumes: list[str] = []
         self._lib_tar: bytes | None = None
+        #: Each node's cgroup ``cpu.pressure`` file, once found (:meth:`cpu_stalled_s`).
+        self._pressure = PressureFiles()
 
     # -- life cycle ----------------------------------------------------------------------
     def ensure_image(self, ray_version: str, python: str) -> str:
@@ -331,6 +334,9 @@ class DockerBackend:
         )
         return bytes(raw).decode(errors="replace")
 
+    def cpu_stalled_s(self, node: str) -> float | None:
+        return self._pressure.read(node, self.containers.get(node))
+
     def set_cpu_weight(self, node: str, weight: int) -> None:
         # A node that is gone or being removed needs no share; never fail a boot for it.
         with contextlib.suppress(Exception):
@@ -356,11 +362,17 @@ class DockerBackend:
         return self._lib_tar
 
     def _all_containers(self) -> list[Container]:
-        """Every container of this cluster: the ones we hold, and any found by its label."""
-        found = {c.id: c for c in self.containers.values()}
-        with contextlib.suppress(Exception):  # removal of the ones we hold goes ahead anyway
-            for container in self.client.containers.list(
-                all=True, ignore_removed=True, filters={"label": f"{labels.CLUSTER}={self.key}"}
-            ):
-                found.setdefault(container.id, container)
-        return list(found.values())
+        return cluster_containers(self.client, self.key, self.containers.values())
+
+
+def cluster_containers(
+    client: docker.DockerClient, key: str, held: Iterable[Container]
+) -> list[Container]:
+    """Every container of cluster ``key``: the ones held, and any found by its label."""
+    found = {c.id: c for c in held}
+    with contextlib.suppress(Exception):  # removal of the ones held goes ahead anyway
+        for container in client.containers.list(
+            all=True, ignore_removed=True, filters={"label": f"{labels.CLUSTER}={key}"}
+        ):
+            found.setdefault(container.id, container)
+    return list(found.values())

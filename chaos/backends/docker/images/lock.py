@@ -30,6 +30,9 @@ LOCK_WAIT_S = (
     + 300.0
 )
 
+#: How long a process waits for the lock before it says so.
+QUIET_WAIT_S = 10.0
+
 
 @contextlib.contextmanager
 def build_lock(cache_dir: Path, tag: str, progress: Progress) -> Iterator[None]:
@@ -41,9 +44,11 @@ def build_lock(cache_dir: Path, tag: str, progress: Progress) -> Iterator[None]:
     path = lock_dir / f"{tag.replace('/', '_').replace(':', '_')}.lock"
     lock = FileLock(str(path))
     try:
-        lock.acquire(timeout=0)
+        # Parallel workers check a cached image in turn, each in well under a second: only a
+        # wait longer than that (another process building) is worth a line.
+        lock.acquire(timeout=QUIET_WAIT_S)
     except Timeout:
-        progress(f"waiting for another process checking or building {tag} (≤ {LOCK_WAIT_S:.0f} s)")
+        progress(f"waiting for another process building {tag} (≤ {LOCK_WAIT_S:.0f} s)")
         try:
             lock.acquire(timeout=LOCK_WAIT_S)
         except Timeout:
