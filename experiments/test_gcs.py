@@ -1,4 +1,5 @@
-"""Head and GCS failures (docs: fault_tolerance/gcs, fault_tolerance/nodes): GCS-01…07.
+"""Head and GCS failures (docs: fault_tolerance/gcs, fault_tolerance/nodes): GCS-01…06 (GCS-07,
+the GCS when its Redis dies: ``test_gcs_redis.py``); the verdicts: ``verdicts.gcs``.
 
 Knobs: health checks shortened (FAST_HEALTH_CHECKS) and
 ``gcs_rpc_server_reconnect_timeout_s`` = 20 s (Ray's default: 60 s) unless an experiment says
@@ -17,26 +18,39 @@ The raylet's own log says why it exited (``RAY_LOG(FATAL)`` lines in 2.60.0's ra
 
 from __future__ import annotations
 
-import shlex
 import time
 from typing import Any
 
 import pytest
 
-from chaos import NodeSpec
-from chaos.check import (
+from chaos.testing import (
     FAST_HEALTH_CHECKS,
     GCS_RECONNECT,
+    Experiment,
+    FaultNotObserved,
+    Kind,
+    NodeSpec,
+    WorkloadError,
+    WorkloadRun,
     absent_reason,
     applies,
     first_logged,
-    record,
+    wait_until,
 )
-from chaos.errors import FaultNotObserved, WorkloadError
-from chaos.experiment import Experiment
-from chaos.history import Kind
-from chaos.waits import wait_until
-from chaos.workload.run import WorkloadRun
+
+from .verdicts.gcs import (
+    RECONNECT_TIMEOUT,
+    WRONG_CLUSTER,
+    GcsAway,
+    NewCluster,
+    Outage,
+    gives_up_after_reconnect_timeout,
+    head_death_ends_the_cluster,
+    new_cluster_refuses_the_old,
+    outage_keeps_work,
+    restart_reloads,
+    rocksdb_reloads,
+)
 
 ENV = {**FAST_HEALTH_CHECKS, **GCS_RECONNECT}
 #: The cluster_spec fixture below adds the GCS backend and knobs at set-up: a cluster booted
@@ -47,40 +61,48 @@ pytestmark = [pytest.mark.no_boot_ahead, pytest.mark.needs_tools("ps", "kill")]
 RAY_DEFAULTS = {
     "RAY_gcs_rpc_server_reconnect_timeout_s": 60.0,
     "RAY_raylet_liveness_self_check_interval_ms": 60_000.0,
+    "RAY_grpc_client_check_connection_status_interval_milliseconds": 1000.0,
+    "RAY_gcs_grpc_max_reconnect_backoff_ms": 2000.0,
 }
-#: Process exit after Ray's own deadline, plus the host's ``ps`` polling on a loaded machine.
-EXIT_SLACK_S = 20.0
-#: GCS-07: how long the experiment waits for the GCS to exit after Redis died.
-REDIS_GONE_S = 30.0
-#: ``gcs_redis_heartbeat_interval_milliseconds`` (ray_config_def.h), not set by the experiment.
-REDIS_HEARTBEAT_MS = 100
-#: The health check's PING failing (redis_context.cc, RedisResponseFn).
-PING_FAILED = "Redis request [PING] failed"
-#: The ways the GCS ends on a lost Redis: a request (the health check's PING, or any table
-#: write in flight at the kill) runs out of retries (RedisRequestContext::Run); the health
-#: check's callback gets an error status (gcs_server.cc, RAY_CHECK_OK); or, once the PING's
-#: retry has reset the connection, the async context's I/O handler fails its own check
-#: (redis_async_context.cc, RedisAsyncContext::HandleIo: "redis_async_context_ must not be
-#: NULL", which Ray words as a likely bug; seen once, 150 ms after the first failed PING,
-#: 5 December 2026). Which comes first is a race between requests sent within one heartbeat.
-REDIS_FATALS = (
-    "Failed to run redis cmds: [",
-    "Redis connection failed unexpectedly",
-    "redis_async_context_ must not be NULL",
-)
-GCS_LOGS = "/tmp/ray/session_latest/logs/gcs_server.*"
-#: Host and container share one clock; Ray stamps milliseconds.
+#: What is left of a process's overshoot past the reconnect timeout once Ray's own part is
+#: counted (``retryable_grpc_client.cc``: the deadline starts at the first request that fails
+#: and is looked at once per ``grpc_client_check_connection_status_interval_milliseconds``, so
+#: up to one check interval late) and the kill's own exec is taken off (windows end-bounded
+#: from its verified event): the timer ticks' lateness on the process's event loop and the
+#: log's stamp. Measured past the timeout, from the verified kill: raylets 0.69-1.32 s, drivers
+#: 0.21-0.81 s (GCS-04, 3 runs, 6 December 2026, docs/evidence/gcs.md); from the inject, under
+#: the whole suite at load ~30: up to 2.2 s (3 December, data/gcs.json). 1.2 s beyond the
+#: interval covers every one of them.
+EXIT_LAG_S = 1.2
+#: How long the host's ``ps`` poll is given, past Ray's bound, to see the processes gone: a
+#: wait budget only, every window is judged on the log's own stamp. Measured: the poll saw
+#: them gone 0.3-0.4 s (GCS-04) and 0.8-1.4 s (GCS-05) after the last exit line (3 runs each,
+#: data/gcs.json); 20 s leaves room for ``docker exec`` on a host at load 30.
+EXIT_POLL_S = 20.0
+#: GCS-04: how far the host's sight of the driver's end may come before the driver's own
+#: "Failed to connect to GCS within" line. Host and container share one clock and Ray stamps
+#: milliseconds (STAMP_S), so the host should never be earlier; the 0.5 s is a margin, not a
+#: measured value. Measured: the host saw the driver end 0.13-0.31 s after that line (3 runs,
+#: 3 December 2026, data/gcs.json "driver's exit": "at" less "logged").
 CLOCK_SLACK_S = 0.5
 #: GCS-02: each bounded ``ray.get`` during the outage, and how long the running task keeps
-#: working after the GCS died. The whole outage must stay inside the reconnect timeout.
+#: working after the GCS died. The whole outage must stay inside the reconnect timeout: it
+#: measured 28-41 s idle and 72 s once under -n 3 (docs/evidence/gcs.md, GCS-02), so a 5 s
+#: get that waits for the GCS cannot be answered inside it; the task's last tick came
+#: 6.6-10.6 s after the kill (6 runs), past the signal by the 6 s asked for.
 GET_S = 5.0
 AFTER_S = 6.0
-#: GCS-02: the reconnect timeout while the outage is checked (see the experiment).
-OUTAGE_RECONNECT_S = 120
+#: The running task's tick, 0.2 s (TICK_S in workloads/gcs.py): it must tick at least half as
+#: often as asked while the GCS is down.
+TICK_S = 0.2
+#: GCS-02: the reconnect timeout while the outage is checked (see the experiment): twice
+#: Ray's default ``gcs_rpc_server_reconnect_timeout_s`` (60 s, ray_config_def.h) was 120 s, over
+#: the 72 s outage measured once under -n 3; SERVE-06's like outage then lasted 170 s in CI
+#: (7 December 2026, a loaded host, the head's restart slow). Nothing waits for the knob
+#: unless the raylets give up, so a wide one costs nothing when the outage is short.
+OUTAGE_RECONNECT_S = 300
 
 #: What a raylet logs when it gives up on the GCS, by cause (see the module docstring).
-RECONNECT_TIMEOUT = "Failed to connect to GCS within"
-WRONG_CLUSTER = "GCS returned an authentication error"
 UNKNOWN_NODE = "GCS consider this node to be dead"
 EXIT_CAUSES = (RECONNECT_TIMEOUT, WRONG_CLUSTER, UNKNOWN_NODE)
 #: What a driver's core worker logs when it gives up on the GCS or loses its raylet.
@@ -110,6 +132,26 @@ def cluster_spec(cluster_spec, request, raychaos_ray_version):  # type: ignore[n
 def knob(experiment: Experiment, name: str) -> float:
     """The value of a ``RAY_*`` knob in effect on the cluster, else Ray's default."""
     return float(experiment.cluster.knobs().get(name, RAY_DEFAULTS[name]))
+
+
+def reconnect_bound(experiment: Experiment) -> tuple[float, float]:
+    """``gcs_rpc_server_reconnect_timeout_s``, and the latest a process may give up after the
+    GCS died (counted from the kill): Ray's ``RetryableGrpcClient`` starts the deadline at the
+    first request that failed (the always-pending pubsub poll fails as the GCS dies) and looks
+    at it once per channel check, so the exit comes within one check interval of the
+    deadline; plus :data:`EXIT_LAG_S`."""
+    reconnect_s = knob(experiment, "RAY_gcs_rpc_server_reconnect_timeout_s")
+    check_s = knob(experiment, "RAY_grpc_client_check_connection_status_interval_milliseconds")
+    return reconnect_s, reconnect_s + check_s / 1000 + EXIT_LAG_S
+
+
+def landed_by(experiment: Experiment, fault: Any) -> float:
+    """When the fault was proven in place (its ``verified`` event): the kill landed between
+    its inject and this moment, so a window's upper end is counted from here."""
+    for event in experiment.history.events(Kind.VERIFIED):
+        if event.get("fault") == fault.kind and event.get("target") == fault.target:
+            return event.t
+    raise FaultNotObserved(f"{fault.kind} on {fault.target} has no verified event")
 
 
 def raylets(experiment: Experiment, node: str) -> list[int]:
@@ -221,7 +263,16 @@ def test_gcs_outage_keeps_running_work_and_a_restart_reloads_state(
 
     restart = experiment.nemesis.restart_head()
     back = time.time()
-    outage = experiment.measure("GCS down → head back (s)", round(back - gcs.injected_at, 2))
+    experiment.measure("the head's restart (s)", round(back - restart.injected_at, 2))
+    # A judged window: an outage stretched past the raylets' patience by a starved host is
+    # inconclusive (too busy), not broken.
+    outage = experiment.measure(
+        "GCS down → head back (s)",
+        round(back - gcs.injected_at, 2),
+        band=(0.0, reconnect_s),
+        start=gcs.injected_at,
+        end=back,
+    )
     if outage >= reconnect_s:
         raise FaultNotObserved(
             f"the outage lasted {outage} s, not inside gcs_rpc_server_reconnect_timeout_s "
@@ -231,65 +282,22 @@ def test_gcs_outage_keeps_running_work_and_a_restart_reloads_state(
     cluster.wait_ready(cluster.spec.boot_timeout_s, nodes=[late])
     experiment.measure("head back → late node ALIVE (s)", round(time.time() - back, 2))
     seen = run.result(timeout=300)
-
-    # Running work: the task reported its start before the kill and kept working after it;
-    # its result reached the driver before the GCS was back.
-    task = seen.get("running_task") or {}
-    assert task, f"the running task must finish during the outage: {seen}"
-    assert task["started_at"] < gcs.injected_at < task["signal_at"] <= task["last_tick_at"], (
-        f"the task must be running across the kill at {gcs.injected_at:.2f}: {task}"
-    )
-    assert task["ticks_after_signal"] >= 0.5 * AFTER_S / 0.2, f"task stalled: {task}"
-    assert task["node_id"] == workers_before["worker-1"], task
-    assert seen["running_task_at"][1] < restart.injected_at, (
-        "the running task's result must reach the driver before the GCS is restarted"
-    )
-    experiment.measure(
-        "GCS kill → running task's last tick (s)", round(task["last_tick_at"] - gcs.injected_at, 2)
-    )
-    assert seen.get("keeper_during") == 2, f"the existing actor must keep serving: {seen}"
-    assert seen.get("object_during") is True, (
-        f"the object owned by an actor on worker-2 must stay readable from the driver: {seen}"
-    )
-
-    # What needs the GCS waits. An actor creation and a task that needs a new worker process
-    # return a ref at once; the bounded get of it times out.
-    for name in ("actor_creation", "worker_start"):
-        during = experiment.measure(f"{name} during the outage", checked.get(name + "_during"))
-        error = (during or {}).get("error") or {}
-        assert error.get("type") == "GetTimeoutError", (
-            f"{name} must wait while the GCS is down (GetTimeoutError after {GET_S} s): {during}"
-        )
-        assert during["get_s"] >= GET_S * 0.95, during
-    experiment.measure("worker processes started on worker-2 during the outage", spawned)
-    assert spawned, "worker-2's raylet must start a worker process for the task (it waits)"
-    # placement_group() is a synchronous GCS call (gcs_server_request_timeout_seconds, 60 s by
-    # default): the wait is in the call itself, so there is no ref to get until the GCS is back.
-    pg_during = experiment.measure(
-        "placement_group during the outage", checked.get("placement_group_during")
-    )
-    assert (pg_during or {}).get("submit_blocked_s", 0) >= GET_S, (
-        f"creating a placement group must wait while the GCS is down: {pg_during}"
-    )
-    assert late_waiting == {"raylet": [], "ray_start_exited": False}, (
-        f"a node starting during the outage must wait to register: {late_waiting}"
-    )
-
-    # GCS-03: restarted from its store, the GCS serves what waited and what it knew.
-    for name in ("actor_creation", "placement_group", "worker_start"):
-        after = experiment.measure(f"{name} after recovery", seen[name + "_after"])
-        assert after.get("ok"), f"{name} must complete once the GCS is back: {after}"
-    returned = seen["placement_group_after"]["submitted_at"]
-    assert returned > restart.injected_at, "placement_group() returned before the GCS restarted"
-    experiment.measure(
-        "head restart → placement_group() returns (s)", round(returned - restart.injected_at, 2)
-    )
-    assert seen["keeper_after"] == 3, "detached named actor reachable with its state"
     alive = {r["node_id"] for r in experiment.nemesis.state("nodes") if r["state"] == "ALIVE"}
-    for name, node_id in workers_before.items():
-        assert node_id in alive, f"{name} must keep its node id {node_id} across the GCS restart"
-        assert cluster.node(name).node_id == node_id
-    assert late.node_id in alive, "the node that started during the outage registered"
+    record_ = Outage(
+        gcs_at=gcs.injected_at,
+        restart_at=restart.injected_at,
+        checked=checked.fields,
+        seen=seen,
+        late_waiting=late_waiting,
+        spawned=spawned,
+        workers_before={k: str(v) for k, v in workers_before.items()},
+        late_id=late.node_id,
+        alive_after=frozenset(alive),
+    )
+    experiment.judge(outage_keeps_work(record_, GET_S, AFTER_S, TICK_S))
+    experiment.judge(restart_reloads(record_))
+    if backend == "rocksdb":
+        experiment.judge(rocksdb_reloads(record_))
 
 
 @pytest.mark.claim("GCS-04")
@@ -300,44 +308,30 @@ def test_gcs_away_longer_than_reconnect_timeout_ends_raylets_and_drivers(
     """Raylets and drivers give up after ``gcs_rpc_server_reconnect_timeout_s`` and exit; once
     the GCS is back (reloaded from Redis) their nodes are DEAD."""
     cluster = experiment.cluster
-    reconnect_s = knob(experiment, "RAY_gcs_rpc_server_reconnect_timeout_s")
+    reconnect_s, latest_s = reconnect_bound(experiment)
     old = {n.name: str(n.node_id) for n in (*cluster.workers(), cluster.driver)}
     driver = cluster.run("workloads.gcs:long_driver", seconds=600, timeout=700)
     driver.wait_for("progress", timeout=120)
     gcs = experiment.nemesis.kill_gcs()
     for name in (*old, cluster.head.name):
         experiment.expect_death(name)
+    experiment.waive("INV-01", "every raylet but the new head's is gone by design")
+    experiment.waive("INV-02", "every node dies by design")
+    # The kill landed between its inject and its verification: each window is at least the
+    # timeout from the inject, and at most ``latest_s`` from the verification.
+    landed = landed_by(experiment, gcs)
 
     def gone() -> None:
         for name in old:
             assert raylets(experiment, name) == [], f"{name}'s raylet still runs"
         assert not driver.stream.running, "the driver still runs"
 
-    wait_until(gone, reconnect_s + EXIT_SLACK_S, "raylets and the driver exit")
+    wait_until(gone, latest_s + EXIT_POLL_S, "raylets and the driver exit")
     experiment.measure(
         "GCS kill → raylets and driver gone, host poll (s)", round(time.time() - gcs.injected_at, 2)
     )
-    for name in old:
-        cause = exit_cause(experiment, name)
-        assert cause is not None, f"{name}'s raylet logged none of {EXIT_CAUSES}"
-        window = experiment.measure(
-            f"GCS kill → {name} raylet gives up (s)", round(cause[1] - gcs.injected_at, 2)
-        )
-        assert cause[0] == RECONNECT_TIMEOUT, f"{name}'s raylet exited for another reason: {cause}"
-        assert reconnect_s <= window <= reconnect_s + EXIT_SLACK_S, (
-            f"{name}'s raylet gave up {window} s after the kill; the timeout is {reconnect_s} s"
-        )
+    causes = {name: exit_cause(experiment, name) for name in old}
     exited = driver_exit(experiment, driver)
-    window = experiment.measure(
-        "GCS kill → driver exits (s)", round(exited["at"] - gcs.injected_at, 2)
-    )
-    experiment.measure("driver's exit", exited)
-    assert exited["exit_code"] not in (0, None), f"the driver must exit with an error: {exited}"
-    assert exited["logged"], f"the driver's log says nothing of why it exited: {exited}"
-    assert reconnect_s <= window <= reconnect_s + EXIT_SLACK_S, (
-        f"the driver exited {window} s after the kill; the timeout is {reconnect_s} s"
-    )
-
     experiment.nemesis.restart_head()
     back = time.time()
     seen: dict[str, Any] = {}
@@ -351,65 +345,8 @@ def test_gcs_away_longer_than_reconnect_timeout_ends_raylets_and_drivers(
     wait_until(old_nodes_dead, experiment.node_death_band().high + 30, "old nodes DEAD")
     experiment.measure("head back → old nodes DEAD (s)", round(time.time() - back, 2))
     experiment.measure("old nodes after recovery", seen)
-    experiment.waive("INV-01", "every raylet but the new head's is gone by design")
-    experiment.waive("INV-02", "every node dies by design")
-
-
-@pytest.mark.claim("GCS-07")
-@pytest.mark.parametrize("backend", ["redis"])
-def test_gcs_exits_when_its_redis_dies(experiment: Experiment, backend: str) -> None:
-    """The GCS health-checks Redis and exits when Redis is gone: its first failed PING comes
-    within two check periods of the kill, the GCS is gone soon after, and its log ends on the
-    lost Redis (a Redis fatal line before the exit, or failed Redis requests as its last
-    lines when it dies inside its Redis client with no line of its own)."""
-    cluster = experiment.cluster
-    head = cluster.head.name
-    redis = experiment.nemesis.kill_redis()
-
-    def gcs_gone() -> None:
-        assert experiment.nemesis.pids(head, "gcs_server") == [], "gcs_server runs"
-
-    wait_until(gcs_gone, REDIS_GONE_S, "gcs_server exits after Redis died")
-    gone = time.time()
-    experiment.waive("INV-01", "the cluster has no GCS by design")
-    experiment.waive("INV-02", "raylets may exit without a GCS")
-    experiment.measure("Redis kill → GCS exit (s)", round(gone - redis.injected_at, 2))
-    # The cause: the periodic Redis check's PING (gcs_server.cc, GCSServer.redis_health_check,
-    # every gcs_redis_heartbeat_interval_milliseconds) fails, is retried with backoff
-    # (redis_context.cc), and the GCS ends on the first of REDIS_FATALS: the measured line
-    # says which (a PING, or a table write that was in flight when Redis died).
-    seen = first_logged(cluster, head, [PING_FAILED, *REDIS_FATALS], log="gcs_server.*")
-    pattern = " ".join(f"-e {shlex.quote(f)}" for f in REDIS_FATALS)
-    fatal = cluster.exec(head, ["sh", "-c", f"grep -h -F {pattern} {GCS_LOGS}; true"])
-    record(experiment, "GCS-07 GCS log", fatal.output)
-    ended = sorted((at, needle) for needle, at in seen.items() if needle in REDIS_FATALS)
-    assert PING_FAILED in seen, "no failed PING before the GCS ended"
-    detected = round(seen[PING_FAILED] - redis.injected_at, 3)
-    experiment.measure("Redis kill → first failed PING (s)", detected)
-    experiment.measure("gcs_redis_heartbeat_interval_milliseconds", REDIS_HEARTBEAT_MS)
-    # Measured 0.09-0.11 s: the first check after the kill fails (the peer is gone at once).
-    period_s = REDIS_HEARTBEAT_MS / 1000
-    assert -CLOCK_SLACK_S <= detected <= 2 * period_s + CLOCK_SLACK_S, (
-        f"the first failed PING came {detected} s after the kill; the check runs every {period_s} s"
-    )
-    if not ended:
-        # The GCS may die inside its Redis client before any request's retries run out, with
-        # no line of its own (CI, 5 December 2026: gone 2.06 s after the kill, its log ending
-        # 0.28 s after the first failed PING on a retry). It still ended on the lost Redis: the
-        # failed requests are its last lines; recorded as such.
-        tail = cluster.exec(head, ["sh", "-c", f"tail -n 4 {GCS_LOGS}; true"])
-        last = [line for line in tail.output.splitlines() if line.startswith("[")]
-        record(experiment, "GCS-07 the GCS log's last lines (no fatal line)", tail.output)
-        experiment.measure("GCS-07 the GCS ended on", "no fatal line: died during the retries")
-        assert last and all("Redis" in line for line in last), (
-            f"the GCS ended with no Redis fatal and its last lines are not Redis failures: "
-            f"{tail.output}"
-        )
-        return
-    ended_at, why = ended[0]
-    experiment.measure("GCS-07 the GCS ended on", fatal.output.strip().splitlines()[0][-200:])
-    experiment.measure("first failed PING → fatal (s)", round(ended_at - seen[PING_FAILED], 3))
-    assert ended_at <= gone + CLOCK_SLACK_S, f"the GCS exited before it logged {why!r}"
+    away = GcsAway(gcs.injected_at, landed, causes, exited, seen)
+    experiment.judge(gives_up_after_reconnect_timeout(away, reconnect_s, latest_s, CLOCK_SLACK_S))
 
 
 @pytest.mark.claim("GCS-01")
@@ -417,7 +354,7 @@ def test_head_death_without_ft_takes_the_cluster_down(experiment: Experiment) ->
     """Without GCS FT the head's death fails the whole cluster: drivers and raylets exit, and
     a head started again is a different cluster (its GCS knows none of the old nodes)."""
     cluster = experiment.cluster
-    reconnect_s = knob(experiment, "RAY_gcs_rpc_server_reconnect_timeout_s")
+    _, latest_s = reconnect_bound(experiment)
     old_ids = {str(n.node_id) for n in cluster.nodes.values() if n.node_id}
     run = cluster.run("workloads.gcs:long_driver", seconds=240, timeout=300)
     run.wait_for("progress", timeout=120)
@@ -427,19 +364,15 @@ def test_head_death_without_ft_takes_the_cluster_down(experiment: Experiment) ->
         for node in (*cluster.workers(), cluster.node("driver")):
             assert raylets(experiment, node.name) == [], f"{node.name}'s raylet still runs"
 
-    wait_until(raylets_gone, reconnect_s + EXIT_SLACK_S, "raylets exit after the head died")
+    wait_until(raylets_gone, latest_s + EXIT_POLL_S, "raylets exit after the head died")
     experiment.measure("head kill → raylets gone (s)", round(time.time() - head.injected_at, 2))
-    outcome = run.outcome(timeout=reconnect_s + EXIT_SLACK_S + 30) if run.stream.running else None
-    assert run.stream.exit_code not in (0, None) or (outcome is not None and not outcome.ok), (
-        "the driver must lose the cluster"
-    )
+    outcome = run.outcome(timeout=latest_s + EXIT_POLL_S + 30) if run.stream.running else None
+    failed = run.stream.exit_code not in (0, None) or (outcome is not None and not outcome.ok)
     # The replacement: the head started again on the same address. Its GCS has no record of
     # any old node, not even as DEAD (one with persistence would list them all): a new cluster.
     experiment.nemesis.restart_head()
     known = {r["node_id"]: r["state"] for r in experiment.nemesis.state("nodes")}
-    experiment.measure("GCS-01 nodes the replacement head's GCS knows", known)
-    assert list(known.values()) == ["ALIVE"], f"only the new head is known: {known}"
-    assert not set(known) & old_ids, f"the replacement must not know the old nodes: {known}"
+    experiment.judge(head_death_ends_the_cluster(failed, known, frozenset(old_ids)))
     experiment.waive("INV-01", "the cluster is gone by design")
     experiment.waive("INV-02", "every node dies with the head")
 
@@ -476,48 +409,31 @@ def test_gcs_restart_without_persistence_is_a_new_cluster(experiment: Experiment
         for name in old:
             assert raylets(experiment, name) == [], f"{name}'s old raylet still runs"
 
-    wait_until(gone, self_check_s + EXIT_SLACK_S, "old raylets exit against the new GCS")
+    # Each old raylet asks the GCS whether it is alive every ``self_check_s``
+    # (``raylet_liveness_self_check_interval_ms``, node_manager.cc ``GcsCheckAlive``); a check
+    # sent while the GCS was away waits in its client's queue and goes out once the channel
+    # reconnects (gRPC backoff at most ``gcs_grpc_max_reconnect_backoff_ms``, rpc_client.h).
+    backoff_s = knob(experiment, "RAY_gcs_grpc_max_reconnect_backoff_ms") / 1000
+    wait_until(
+        gone,
+        self_check_s + backoff_s + EXIT_LAG_S + EXIT_POLL_S,
+        "old raylets exit against the new GCS",
+    )
     experiment.measure("head back → old raylets gone, host poll (s)", round(time.time() - back, 2))
     causes = {name: exit_cause(experiment, name) for name in old}
     experiment.measure("old raylets' exit causes", causes)
-    for name, cause in causes.items():
-        assert cause is not None, f"{name}'s raylet logged none of {EXIT_CAUSES}"
-        assert cause[0] == WRONG_CLUSTER, (
-            f"{name}'s raylet must exit on the new cluster id, it logged {cause[0]!r}"
-        )
-        window = experiment.measure(
-            f"head back → {name} raylet exits on WrongClusterID (s)", round(cause[1] - back, 2)
-        )
-        assert window <= self_check_s + EXIT_SLACK_S, (
-            f"{name}'s raylet exited {window} s after the new GCS; it checks every "
-            f"{self_check_s:.0f} s (raylet_liveness_self_check_interval_ms)"
-        )
-
     # The old driver: its GCS client is told WrongClusterID as soon as the new GCS answers;
     # every GCS call it then makes fails (2.60.0: the process exits inside the call).
     calls = {e.get("name"): dict(e.fields) for e in client.events("gcs_call")}
-    tried = [e.get("name") for e in client.events("gcs_call_start")]
+    tried = [str(e.get("name")) for e in client.events("gcs_call_start")]
     exited = driver_exit(experiment, client)
     experiment.measure("old driver's GCS calls", {"tried": tried, "returned": calls})
     experiment.measure("old driver's exit", exited)
-    told = exited["logged"].get("WrongClusterID")
-    assert told is not None and told >= restart.injected_at, (
-        f"the old driver's GCS client must be refused with WrongClusterID: {exited}"
-    )
-    experiment.measure(
-        "head restart → old driver told WrongClusterID (s)", round(told - restart.injected_at, 2)
-    )
-    assert tried, "the old driver made no GCS call"
-    for name in tried:
-        call = calls.get(name)
-        if call is None:  # the process ended inside the call
-            assert exited["exit_code"] not in (0, None), exited
-            continue
-        assert not call["ok"] and "WrongClusterID" in str(call["error"]), (
-            f"the old driver's {name} must fail with WrongClusterID: {call}"
-        )
-
     alive = {r["node_id"] for r in experiment.nemesis.state("nodes") if r["state"] == "ALIVE"}
-    assert not alive & set(old.values()), "no old node id is ALIVE in the new cluster"
+    refused = NewCluster(
+        restart_at=restart.injected_at, back_at=back, causes=causes, tried=tried, calls=calls,
+        driver=exited, old_ids=frozenset(old.values()), alive_after=frozenset(alive),
+    )  # fmt: skip
+    experiment.judge(new_cluster_refuses_the_old(refused, self_check_s, backoff_s, EXIT_LAG_S))
     experiment.waive("INV-01", "the workers are gone by design")
     experiment.waive("INV-02", "the old workers die by design")
