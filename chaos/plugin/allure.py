@@ -60,13 +60,14 @@ from chaos.errors import Intermittent
 from chaos.plugin.allure_labels import finding_of, label_running_test
 from chaos.plugin.items import engine_of, evidence_dir, ran_raychaos, uses_raychaos, version_of
 from chaos.plugin.keys import INCONCLUSIVE_KEY, SETTINGS_KEY
+from chaos.plugin.results import identity
+from chaos.plugin.results.crash import Replay, crash_result, item_facts
+from chaos.plugin.results.hostcpu import host_cpu, sample_host
+from chaos.plugin.results.runfiles import RunInfo, raychaos_versions, write_atomic, write_run_files
 from chaos.plugin.seed import SEED_KEY
-from chaos.report import identity
 from chaos.report.categories import INTERMITTENT_PREFIX
 from chaos.report.claims import FINDING_LABEL, INCONCLUSIVE_LABEL
-from chaos.report.crash import Replay, crash_result, item_facts
-from chaos.report.hostcpu import HostSample, host_cpu, sample_host
-from chaos.report.runfiles import RunInfo, raychaos_versions, write_atomic, write_run_files
+from chaos.report.hostcpu import HostSample
 
 MANIFEST_INPUT = "raychaos_manifest_dir"
 #: pytest's report of a strict xfail whose test passed.
@@ -86,7 +87,7 @@ class _State:
     alluredir: Path
     #: When this process configured (ms): results that started earlier are an earlier run's.
     started_ms: int
-    #: Controller: the host's CPU counters when it configured (:mod:`chaos.report.hostcpu`).
+    #: Controller: the host's CPU counters when it configured (:mod:`chaos.plugin.results.hostcpu`).
     cpu_start: HostSample | None = None
     #: Controller: where workers write their manifests (created on the first worker).
     manifest_dir: Path | None = None

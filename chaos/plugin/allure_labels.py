@@ -1,6 +1,6 @@
 """The Allure labels of a running raychaos test: the one path that labels a live test.
 
-:func:`label_running_test` applies :func:`chaos.report.labels.labels_of`; the hooks in
+:func:`label_running_test` applies :func:`chaos.plugin.results.item_labels.labels_of`; the hooks in
 :mod:`chaos.plugin.allure` call it once per test at the end of set-up (passed, failed or
 skipped), so a test whose cluster never booted still carries its claims. :func:`label_claims`
 adds the postconditions checked at teardown; :func:`finding_mark` reads a test's recorded
@@ -17,8 +17,8 @@ import pytest
 
 from chaos.errors import Intermittent
 from chaos.plugin.items import engine_of
+from chaos.plugin.results.item_labels import claims_of, labels_of
 from chaos.report.claims import FINDING_ABOUT_LABEL, PARAMETER
-from chaos.report.labels import claims_of, labels_of
 
 
 def label_running_test(item: pytest.Item, ray_version: str) -> None:

@@ -18,8 +18,8 @@ from chaos.errors import ChaosError
 from chaos.plugin.boot_ahead import BOOT_AHEAD, eligible
 from chaos.plugin.interrupts import INTERRUPTED
 from chaos.plugin.items import spec_from_marker, version_of
+from chaos.plugin.results import timing
 from chaos.plugin.terminal import say
-from chaos.report import timing
 from chaos.spec.topology import ClusterSpec, group_names
 from chaos.steps import mark, seconds, short, step
 
@@ -191,7 +191,7 @@ class ClusterFactory:
 
     def attach_logs(self, why: str) -> None:
         """Every node's log of every cluster into the report (once per cluster)."""
-        from chaos.report.nodelogs import attach_node_logs
+        from chaos.plugin.results.nodelogs import attach_node_logs
 
         for cluster in self.clusters:
             if id(cluster) not in self._logs_attached and cluster.nodes:

@@ -71,7 +71,7 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
     4. passed or not, the evidence so far (history, timeline, measurements) as the body's last
        step. The fixture's teardown still writes the final history, heals and checks included;
     5. each node's container CPU at the body's end as Allure times it, before heals and
-       postconditions (:mod:`chaos.report.timing`, for ``raychaos bench suite``).
+       postconditions (:mod:`chaos.plugin.results.timing`, for ``raychaos bench suite``).
     """
     _boot_next(item)
     with lost_engine_instead(item):

@@ -24,7 +24,7 @@ from chaos.errors import ChaosError
 from chaos.experiment import POSTCONDITIONS
 from chaos.plugin.allure_labels import stray_finding_claims
 from chaos.plugin.keys import SETTINGS_KEY
-from chaos.report.labels import claims_of
+from chaos.plugin.results.item_labels import claims_of
 
 #: Where raychaos' ``experiment`` fixture is defined (another plugin may have one of that name).
 FIXTURES_MODULE = "chaos.plugin.fixtures"

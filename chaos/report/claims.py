@@ -2,8 +2,9 @@
 
 Pure functions of claim ids (the claims and their families are in
 :mod:`chaos.report.catalogue`): the one place that says which labels and links a claim gives a
-test. :mod:`chaos.plugin.allure_labels` applies them to a running test, :mod:`chaos.report.crash`
-writes them into the result of a test whose xdist worker died; both read them from here.
+test. :mod:`chaos.plugin.allure_labels` applies them to a running test,
+:mod:`chaos.plugin.results.crash` writes them into the result of a test whose xdist worker
+died; both read them from here.
 """
 
 from __future__ import annotations

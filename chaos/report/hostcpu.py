@@ -1,8 +1,10 @@
-"""The machine's busy CPU over a run, from ``/proc/stat``: what ``raychaos bench suite`` divides.
+"""The machine's busy CPU over a run, as recorded in ``raychaos-cpu.json``: what ``raychaos
+bench suite`` divides. This module is the record's format and its reader; the plugin takes
+the samples (:mod:`chaos.plugin.results.hostcpu`).
 
 The pytest controller (or the single process) reads the host's counters when it configures
 and again at session finish; both samples and the core count go into ``raychaos-cpu.json``
-in the results directory with the run-level files (:mod:`chaos.report.runfiles`). Busy is
+in the results directory with the run-level files (:mod:`chaos.plugin.results.runfiles`). Busy is
 user + nice + system + irq + softirq + steal (guest time is already inside user and nice;
 idle and iowait are not busy). The counters are this machine's, so they say something only
 when the clusters ran here: with an engine elsewhere the file holds only why there are none.
@@ -10,9 +12,7 @@ when the clusters ran here: with an engine elsewhere the file holds only why the
 
 from __future__ import annotations
 
-import os
-import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,38 +34,6 @@ class HostSample:
     at: float
     busy_s: float
     total_s: float
-
-
-def parse_proc_stat(text: str, hz: int) -> tuple[float, float]:
-    """(busy, total) CPU-seconds of the aggregate ``cpu`` line; ``hz`` is USER_HZ."""
-    for line in text.splitlines():
-        parts = line.split()
-        if parts and parts[0] == "cpu":
-            values = dict(zip(FIELDS, (int(v) for v in parts[1 : 1 + len(FIELDS)]), strict=False))
-            busy = sum(values.get(f, 0) for f in BUSY)
-            return busy / hz, sum(values.values()) / hz
-    raise ValueError("no aggregate 'cpu' line in /proc/stat")
-
-
-def sample_host(path: Path = Path("/proc/stat")) -> HostSample | None:
-    """This machine's counters now; None where there is no /proc/stat (not Linux)."""
-    try:
-        hz = os.sysconf("SC_CLK_TCK")
-        busy, total = parse_proc_stat(path.read_text(encoding="ascii"), hz)
-    except (OSError, ValueError, AttributeError):
-        return None
-    return HostSample(at=time.time(), busy_s=busy, total_s=total)
-
-
-def not_local(engines: Sequence[str]) -> str | None:
-    """Why this machine's counters do not count the clusters' work (None: they do).
-
-    ``engines`` are the run's engine URLs; an empty one is the local socket.
-    """
-    remote = [url for url in engines if url and not url.startswith(("unix://", "npipe://"))]
-    if remote:
-        return f"the engine is not this machine ({', '.join(remote)})"
-    return None
 
 
 @dataclass(frozen=True)
@@ -118,20 +86,6 @@ class HostCpu:
             finish=sample("finish"),
             why=str(data.get("why") or ""),
         )
-
-
-def host_cpu(start: HostSample | None, engines: Sequence[str]) -> HostCpu:
-    """The record at session finish: ``start`` from configure, the finish read now."""
-    cores = os.cpu_count() or 0
-    why = not_local(engines)
-    if why:
-        return HostCpu(cores, why=why)
-    if start is None:
-        return HostCpu(cores, why="no /proc/stat sample at session start")
-    finish = sample_host()
-    if finish is None:
-        return HostCpu(cores, why="no /proc/stat sample at session finish")
-    return HostCpu(cores, start, finish)
 
 
 def read_host_cpu(directory: Path, problems: list[str]) -> HostCpu | None:

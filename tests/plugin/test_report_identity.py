@@ -1,4 +1,4 @@
-"""A crash result names the test as allure-pytest does (chaos.report.identity, no allure internals).
+"""A crash result names the test as allure-pytest does (chaos.plugin.results.identity, no allure internals).
 
 Real tests run through allure-pytest; a conftest records, at collection, what raychaos would
 write for each of them should its worker die. Every field must equal allure-pytest's own
@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from chaos.report import identity
+from chaos.plugin.results import identity
 
 pytestmark = pytest.mark.filterwarnings("ignore::pytest.PytestAssertRewriteWarning")
 
@@ -23,8 +23,8 @@ CONFTEST = """
 import json
 import pytest
 from chaos.plugin.keys import SETTINGS_KEY
-from chaos.report import identity
-from chaos.report.crash import item_facts
+from chaos.plugin.results import identity
+from chaos.plugin.results.crash import item_facts
 from chaos.plugin.items import engine_of, uses_raychaos
 
 

@@ -19,11 +19,11 @@ from typing import Any
 import pytest
 
 from chaos.cli import main
+from chaos.plugin.results.item_labels import claim_story
 from chaos.report.catalogue import load_catalogue
 from chaos.report.categories import CATEGORIES, categorize
 from chaos.report.claims import FINDING_LABEL, SCHEMA, SCHEMA_LABEL
 from chaos.report.coverage import coverage, render_text, verdict_for, verdict_of
-from chaos.report.labels import claim_story
 from chaos.report.matrix import worst
 from chaos.report.model import Results, TestResult, fold_retries
 from chaos.report.properties import format_properties, parse_properties

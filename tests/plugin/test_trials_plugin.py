@@ -118,7 +118,7 @@ def test_claim(raychaos_ray_version, raychaos_trial, boot):
 
 CONFTEST = """
 import json
-from chaos.report.crash import item_facts
+from chaos.plugin.results.crash import item_facts
 
 
 def pytest_collection_finish(session):

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from chaos.backends.docker.facts import engine_properties
+from chaos.plugin.results.runfiles import RunInfo, raychaos_versions, write_run_files
 from chaos.report.catalogue import SEVERITIES
 from chaos.report.categories import CATEGORIES, Category, merge_categories
 from chaos.report.claims import claim_labels, claim_links, worst_severity
 from chaos.report.properties import format_properties, merge_properties, parse_properties
-from chaos.report.runfiles import RunInfo, raychaos_versions, write_run_files
 
 
 def test_claim_labels_take_the_worst_severity_and_each_feature_once() -> None:

@@ -16,6 +16,8 @@ from typing import Any, cast
 import pytest
 
 from chaos.cli import main
+from chaos.plugin.results.item_labels import claim_story, story_of
+from chaos.plugin.results.runfiles import RunInfo, executor, ours, write_run_files
 from chaos.report.catalogue import load_catalogue
 from chaos.report.categories import (
     CATEGORIES,
@@ -35,10 +37,8 @@ from chaos.report.claims import (
     untitled,
 )
 from chaos.report.html import render_html
-from chaos.report.labels import claim_story, story_of
 from chaos.report.matrix import claim_matrix, worst
 from chaos.report.model import GONE, load_results, result_from_json
-from chaos.report.runfiles import RunInfo, executor, ours, write_run_files
 
 #: allure-pytest: an xfail (strict) whose test raised as the marker expects, with the labels
 #: raychaos gives every result (the schema) and a recorded finding (its exception class).

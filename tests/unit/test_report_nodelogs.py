@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, cast
 
 from chaos.backends.base import ExecResult
-from chaos.report.nodelogs import COPY_DIR, LOG_FILES, TAIL_BYTES, node_log
+from chaos.plugin.results.nodelogs import COPY_DIR, LOG_FILES, TAIL_BYTES, node_log
 from chaos.spec.plan import RAY_LOGS
 
 if TYPE_CHECKING:

@@ -22,7 +22,7 @@ from chaos.check.stalls import (
 from chaos.cluster.readiness import too_busy_to_boot
 from chaos.errors import ClusterBootTimeout, HostTooBusy
 from chaos.history import Event, History, Kind
-from chaos.report.crash import CRASH_FACTS, Replay, crash_result
+from chaos.plugin.results.crash import CRASH_FACTS, Replay, crash_result
 
 PSI = (
     "some avg10=1.00 avg60=0.50 avg300=0.10 total=2500000\nfull avg10=0 avg60=0 avg300=0 total=9\n"

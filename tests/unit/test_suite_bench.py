@@ -171,7 +171,7 @@ class _Backend:
 def test_a_cluster_timing_comes_from_its_history_and_its_removal() -> None:
     from chaos.cluster.cluster import Cluster
     from chaos.history import Kind, Source
-    from chaos.report.timing import attach, cluster_timing, removing
+    from chaos.plugin.results.timing import attach, cluster_timing, removing
     from chaos.spec.topology import ClusterSpec
 
     cluster = Cluster(ClusterSpec(), _Backend())  # type: ignore[arg-type]
@@ -234,7 +234,7 @@ def test_without_a_cpu_record_the_bench_says_why(tmp_path: Path) -> None:
 
 
 def test_proc_stat_parsing_counts_busy_jiffies_over_user_hz(tmp_path: Path) -> None:
-    from chaos.report.hostcpu import parse_proc_stat, sample_host
+    from chaos.plugin.results.hostcpu import parse_proc_stat, sample_host
 
     #        user nice system idle iowait irq softirq steal guest guest_nice
     text = "cpu  1000 50 300 8000 200 10 40 100 70 0\ncpu0 500 25 150 4000 100 5 20 50 35 0\n"
@@ -250,7 +250,8 @@ def test_proc_stat_parsing_counts_busy_jiffies_over_user_hz(tmp_path: Path) -> N
 
 
 def test_the_host_record_only_for_a_local_engine() -> None:
-    from chaos.report.hostcpu import HostCpu, HostSample, host_cpu, not_local
+    from chaos.plugin.results.hostcpu import host_cpu, not_local
+    from chaos.report.hostcpu import HostCpu, HostSample
 
     assert not_local(["unix:///var/run/docker.sock"]) is None
     assert not_local([""]) is None
@@ -266,8 +267,8 @@ def test_the_host_record_only_for_a_local_engine() -> None:
 
 
 def test_run_files_carry_the_host_record(tmp_path: Path) -> None:
+    from chaos.plugin.results.runfiles import RunInfo, write_run_files
     from chaos.report.hostcpu import HostCpu, HostSample
-    from chaos.report.runfiles import RunInfo, write_run_files
 
     record = HostCpu(2, HostSample(1.0, 10.0, 20.0), HostSample(3.0, 13.0, 24.0))
     info = RunInfo("r1", "2.60.0", "default", "img", 0, tmp_path, host_cpu=record)
@@ -329,7 +330,7 @@ def test_one_exec_per_node_and_a_failed_read_is_missing() -> None:
 
 
 def test_cpu_phases_from_the_three_points() -> None:
-    from chaos.report.timing import cpu_phases
+    from chaos.plugin.results.timing import cpu_phases
 
     phases = cpu_phases(
         {
@@ -354,7 +355,7 @@ def test_the_factory_reads_cpu_into_the_timing_record() -> None:
     from chaos.backends.base import ExecResult
     from chaos.cluster.cluster import Cluster
     from chaos.plugin.factory import ClusterFactory
-    from chaos.report.timing import cluster_timing
+    from chaos.plugin.results.timing import cluster_timing
     from chaos.spec.topology import ClusterSpec
 
     cluster = Cluster(ClusterSpec(), _Backend())  # type: ignore[arg-type]

@@ -1,8 +1,9 @@
 """What a run's Docker engines say of themselves, for Allure's ``environment.properties``.
 
-The plugin asks at session finish and hands the answer to :mod:`chaos.report.runfiles`, which
-writes it: the report layer never talks to an engine. An engine that cannot be asked is
-written as ``unavailable: …``, never an error: the run's results matter more than its header.
+The plugin asks at session finish and hands the answer to
+:mod:`chaos.plugin.results.runfiles`, which writes it: the report layer never talks to an
+engine. An engine that cannot be asked is written as ``unavailable: …``, never an error: the
+run's results matter more than its header.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """What allure-pytest writes for a test that is known before the test runs, reimplemented.
 
-A crash result (:mod:`chaos.report.crash`) must carry the ``fullName``, ``historyId`` and
+A crash result (:mod:`chaos.plugin.results.crash`) must carry the ``fullName``, ``historyId`` and
 ``testCaseId`` allure-pytest gives the same test, or Allure shows the crash as a second test
 next to the test's history. allure-pytest computes them in ``allure_pytest.utils`` and
 ``allure_pytest.listener``, which are not its public API; this module mirrors them (2.13 to

@@ -1,7 +1,7 @@
 """The Allure labels of a raychaos test, from its markers and the claim catalogue.
 
 :func:`labels_of` is what a test carries: :mod:`chaos.plugin.allure_labels` applies it to a
-running test, and the crash results of :mod:`chaos.report.crash` are built from it too.
+running test, and the crash results of :mod:`chaos.plugin.results.crash` are built from it too.
 """
 
 from __future__ import annotations

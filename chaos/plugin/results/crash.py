@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 
-from chaos.report import identity
+from chaos.plugin.results import identity
+from chaos.plugin.results.item_labels import labels_of
 from chaos.report.claims import PARAMETER
-from chaos.report.labels import labels_of
 from chaos.report.trials import TRIAL
 
 
@@ -28,9 +28,9 @@ def item_facts(item: pytest.Item, ray_version: str, engine: str) -> dict[str, An
     (``engine``: the one its process is planned to boot on).
 
     Labels of allure decorators, tags and default suites as allure-pytest adds them, then
-    raychaos' own (:func:`chaos.report.labels.labels_of`). The name is ``item.name`` with the
-    claim ids in front, as set-up titles it; with an ``@allure.title`` it stays ``item.name``
-    (that title may format fixture values, unknown until set-up).
+    raychaos' own (:func:`chaos.plugin.results.item_labels.labels_of`). The name is
+    ``item.name`` with the claim ids in front, as set-up titles it; with an ``@allure.title``
+    it stays ``item.name`` (that title may format fixture values, unknown until set-up).
     """
     ours = labels_of(item, ray_version, engine)
     name = identity.full_name(item)
