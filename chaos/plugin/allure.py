@@ -456,9 +456,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 def _run_info(config: pytest.Config) -> RunInfo:
     """The run as the run-level files describe it; its engines are asked here, since the
     report layer never talks to one."""
-    from chaos.backends.docker.engines import engine_urls
-    from chaos.backends.docker.facts import engine_properties
-    from chaos.backends.docker.images import node_image_tag
+    from chaos.plugin.backend import engine_properties, engine_urls, node_image_tag
     from chaos.plugin.keys import RUN_ID_KEY
 
     settings = config.stash[SETTINGS_KEY]

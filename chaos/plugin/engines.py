@@ -37,7 +37,7 @@ def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
 
 def engine_lines(config: pytest.Config, settings: Settings) -> list[str]:
     """The header's word on engines: which workers boot where (only with several)."""
-    from chaos.backends.docker.engines import assignment, display, engine_urls
+    from chaos.plugin.backend import assignment, display, engine_urls
 
     urls = engine_urls(settings.docker_hosts)
     if len(urls) < 2:
@@ -67,7 +67,7 @@ def _engine_lost(item: pytest.Item, exc: Exception) -> ChaosError | None:
     engine = item.stash.get(ENGINE_KEY, None)
     if engine is None or INTERRUPTED.is_set():
         return None
-    from chaos.backends.docker.client import EngineLost
+    from chaos.plugin.backend import EngineLost
 
     if isinstance(exc, EngineLost) or engine.check() is None:
         return None

@@ -26,9 +26,8 @@ from chaos.steps import mark, seconds, short, step
 if TYPE_CHECKING:
     from chaos import labels
     from chaos.backends.base import Engine
-    from chaos.backends.docker import DockerClient
-    from chaos.backends.docker.images import ImageBuilder
     from chaos.cluster.cluster import Cluster
+    from chaos.plugin.backend import DockerClient, ImageBuilder
     from chaos.plugin.settings import Settings
 
 _TAGS = itertools.count(1)
@@ -137,9 +136,9 @@ class ClusterFactory:
     def new_cluster(self, spec: ClusterSpec, test_id: str) -> Cluster:
         """A cluster of ``spec`` on this factory's engine, labelled for ``test_id``, not
         started (no Docker object exists yet)."""
-        from chaos.backends.docker import docker_backend
         from chaos.cluster.boot_slots import slots_for_cpus
         from chaos.cluster.cluster import Cluster
+        from chaos.plugin.backend import docker_backend
 
         backend = docker_backend(
             spec.name,
@@ -202,7 +201,7 @@ class ClusterFactory:
         """Remove every cluster of the test (keep those of a failed test when asked). A cluster
         whose removal fails, for whatever reason, never stops the others from going; one
         failure is raised as it is, several as one :class:`TeardownError` naming each."""
-        from chaos.backends.docker.sweep import keep
+        from chaos.plugin.backend import keep
 
         errors: list[tuple[str, Exception]] = []
         if self.engine is not None and self.engine.lost:
@@ -247,6 +246,6 @@ class ClusterFactory:
         """The engine's name when it is not the one DOCKER_HOST names ("" when it is)."""
         if self.engine is None:
             return ""
-        from chaos.backends.docker.engines import default_url
+        from chaos.plugin.backend import default_url
 
         return "" if self.engine.url == default_url() else self.engine.name

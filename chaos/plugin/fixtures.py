@@ -43,12 +43,10 @@ from chaos.plugin.settings import Settings
 from chaos.plugin.terminal import say
 
 if TYPE_CHECKING:
-    from chaos.backends.docker import DockerClient
-    from chaos.backends.docker.engines import EnginePool, EngineUse
-    from chaos.backends.docker.images import ImageBuilder
     from chaos.cluster.cluster import Cluster
     from chaos.experiment import Experiment
     from chaos.nemesis.nemesis import Nemesis
+    from chaos.plugin.backend import DockerClient, EnginePool, EngineUse, ImageBuilder
     from chaos.spec.topology import ClusterSpec
 
 
@@ -79,10 +77,7 @@ def raychaos_engines(
     whatever the signal) and removes what dead runs left behind on it; the first use of any
     makes SIGINT/SIGTERM unwind quickly, so teardown still runs.
     """
-    from chaos.backends.docker import reaper
-    from chaos.backends.docker.engines import EnginePool, engine_urls
-    from chaos.backends.docker.images import BuildSettings
-    from chaos.backends.docker.sweep import sweep
+    from chaos.plugin.backend import BuildSettings, EnginePool, engine_urls, reaper, sweep
 
     install_handlers()
     run_id = pytestconfig.stash[RUN_ID_KEY]
@@ -126,7 +121,7 @@ def image_builder(
 ) -> ImageBuilder:
     """Builds Ray images on first use, once per session across xdist workers (or carries them
     from another engine of the run)."""
-    from chaos.backends.docker.images import BuildSettings, ImageBuilder
+    from chaos.plugin.backend import BuildSettings, ImageBuilder
 
     engine = raychaos_engines.owner_of(docker_client)
     if engine is not None:

@@ -39,10 +39,14 @@ def probe_of(config: pytest.Config) -> ImageProbe | None:
         return None
     if PROBE_KEY in config.stash:
         return config.stash[PROBE_KEY]
-    from chaos.backends.docker.client import connect
-    from chaos.backends.docker.engines import engine_urls
-    from chaos.backends.docker.images import BuildSettings, ImageBuilder, stderr_progress
-    from chaos.backends.docker.images.derived import derive
+    from chaos.plugin.backend import (
+        BuildSettings,
+        ImageBuilder,
+        connect,
+        derive,
+        engine_urls,
+        stderr_progress,
+    )
 
     try:
         client = connect(url=engine_urls(settings.docker_hosts)[0])

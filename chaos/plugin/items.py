@@ -63,7 +63,7 @@ def engine_of(item: pytest.Item) -> str:
     engine = item.stash.get(ENGINE_KEY, None)
     if engine is not None:
         return engine.name
-    from chaos.backends.docker.engines import current_worker, display, engine_urls, planned_url
+    from chaos.plugin.backend import current_worker, display, engine_urls, planned_url
 
     settings = item.config.stash.get(SETTINGS_KEY, None)
     urls = engine_urls(settings.docker_hosts if settings is not None else ())

@@ -113,7 +113,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     config.stash[USED_KEY] = any(uses_raychaos(item) for item in session.items)
     reporter = config.pluginmanager.get_plugin("terminalreporter")
     if config.stash[USED_KEY] and reporter is not None and not hasattr(config, "workerinput"):
-        from chaos.backends.docker.images import node_image_tag
+        from chaos.plugin.backend import node_image_tag
 
         settings = config.stash[SETTINGS_KEY]
         built = ", ".join(node_image_tag(v, "3.11") for v in settings.ray_versions)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from chaos.backends.docker.images import derived
+from chaos.plugin import backend
 from chaos.spec.image_contract import FAULT_TOOLS, REQUIRED_TOOLS, ImageProbe
 
 pytestmark = pytest.mark.filterwarnings("ignore::pytest.PytestAssertRewriteWarning")
@@ -58,8 +58,9 @@ def probed(monkeypatch: pytest.MonkeyPatch) -> list[str]:
         asked.append(image)
         return probe(image, lacking=("iptables",))
 
-    monkeypatch.setattr(derived, "derive", fake_derive)
-    monkeypatch.setattr("chaos.backends.docker.client.connect", lambda **_: object())
+    # The plugin reaches the backend through its one seam: the fakes go there.
+    monkeypatch.setattr(backend, "derive", fake_derive)
+    monkeypatch.setattr(backend, "connect", lambda **_: object())
     for var in ("RAYCHAOS_IMAGE", "RAYCHAOS_RAY_VERSION"):
         monkeypatch.delenv(var, raising=False)
     return asked
@@ -130,8 +131,9 @@ def test_an_image_without_serve_skips_the_serve_family_with_one_line(
         found = probe(image)
         return ImageProbe(**{**found.__dict__, "modules": {"ray.serve": error}})
 
-    monkeypatch.setattr(derived, "derive", fake_derive)
-    monkeypatch.setattr("chaos.backends.docker.client.connect", lambda **_: object())
+    # The plugin reaches the backend through its one seam: the fakes go there.
+    monkeypatch.setattr(backend, "derive", fake_derive)
+    monkeypatch.setattr(backend, "connect", lambda **_: object())
     for var in ("RAYCHAOS_IMAGE", "RAYCHAOS_RAY_VERSION"):
         monkeypatch.delenv(var, raising=False)
     pytester.makepyfile(
