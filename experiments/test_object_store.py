@@ -10,22 +10,37 @@ the head with ``--memory`` / ``--object-store-memory``.
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 import pytest
 
 from chaos.testing import (
     Experiment,
+    WorkloadError,
     record,
+)
+
+from .verdicts.object_store import (
+    FallbackAllocatedInsteadOfStoreFull,
+    Fill,
+    HeadCaps,
+    OutOfDiskInsteadOfStoreFull,
+    SpilledDespiteEnvKnob,
+    caps_only_declared_work,
+    full_spill_disk,
+    kills_the_worker_not_the_node,
+    oom_knobs_take_effect,
+    spilled_past_the_store,
+    spilling_flag,
+    store_full_once_the_fallback_is_full,
+    store_full_with_the_env_knob,
+    store_full_without_spilling,
 )
 
 HEAD_STORE = {"num_cpus": 2, "object_store": "100m"}
 #: 300 MiB of live objects into a 100 MiB store.
 FILL: dict[str, Any] = {"total_mb": 300, "size_mb": 10}
 SPILL_DIR = "/spill"
-#: ``local_fs_capacity_threshold`` (ray_config_def.h): spilling stops when a disk is this full.
-LOCAL_FS_CAPACITY_THRESHOLD = 0.95
 #: STORE-02: plasma's fallback allocations go to the spill directory; a small tmpfs bounds them.
 FALLBACK_DIR = "/fallback"
 FALLBACK_MB = 60
@@ -43,6 +58,9 @@ MiB = 1024 * 1024
 HELD_FRACTION = 0.82
 #: How long it is held: 50 refreshes at OOM_KNOBS's 100 ms, 20 at the default 250 ms.
 HOLD_S = 5.0
+#: OOM-02: the head's ``--memory`` 300 MiB and ``--object-store-memory`` 80 MiB; three actors
+#: in each phase, those of the second declaring ``memory=`` 150 MiB (two fit).
+HEAD_CAPS = HeadCaps(memory_mib=300, store_mib=80, declared_mb=150, actors=3)
 
 
 def fill_evidence(experiment: Experiment, claim: str, result: dict[str, Any]) -> None:
@@ -56,37 +74,21 @@ def fill_evidence(experiment: Experiment, claim: str, result: dict[str, Any]) ->
         record(experiment, f"{claim} raylet store log", result["raylet_store_log"])
 
 
+def spilling_off(result: dict[str, Any]) -> None:
+    """Set-up of the STORE-02 variants that turn spilling off in the system config."""
+    if spilling_flag(result) is not False:
+        raise WorkloadError(f"set-up: spilling must be off: {result['system_config']}")
+
+
 @pytest.mark.claim("STORE-01")
 @pytest.mark.cluster(driver=False, head=HEAD_STORE, workers=[])
 def test_objects_beyond_the_store_spill_to_disk(experiment: Experiment) -> None:
     """300 MiB of live objects in a 100 MiB store: no error, all readable, spilled bytes shown."""
     result = experiment.cluster.run("workloads.store:fill_store", **FILL).result()
     fill_evidence(experiment, "STORE-01", result)
-    assert result["store_mib"] == 100
-    assert result["error"] is None and result["put_ok"] == 30, result["error"]
-    assert result["readable"] == 30, result["read_error"]
-    assert result["spilled_mib"] is not None and result["spilled_mib"] >= 150, result[
-        "memory_stats"
-    ]
-
-
-class SpilledDespiteEnvKnob(AssertionError):
-    """STORE-02's first finding: with ``RAY_automatic_object_spilling_enabled=0`` in the
-    raylet's environment, the system config still says true and the store spilled."""
-
-
-class FallbackAllocatedInsteadOfStoreFull(AssertionError):
-    """STORE-02's second finding: with spilling off in the system config, nothing spilled, every
-    put succeeded and the excess sits in plasma's filesystem fallback allocation."""
-
-
-class OutOfDiskInsteadOfStoreFull(AssertionError):
-    """STORE-02's third finding: with spilling off and the fallback directory full, the put that
-    fits nowhere raises ``OutOfDiskError``."""
-
-
-def spilling_flag(result: dict[str, Any]) -> Any:
-    return result["system_config"].get("automatic_object_spilling_enabled")
+    if result["store_mib"] != 100:
+        raise WorkloadError(f"set-up: the head's store must be 100 MiB: {result['store_mib']}")
+    experiment.judge(spilled_past_the_store(result, Fill(**FILL)))
 
 
 @pytest.mark.claim("STORE-02")
@@ -120,22 +122,9 @@ def test_store_full_with_the_spilling_env_knob_off_raises_object_store_full(
     ).result()
     fill_evidence(experiment, "STORE-02 env knob", result)
     record(experiment, "STORE-02 env knob: gcs_server system config", result["system_config"])
-    assert result["raylet_env"].get("RAY_automatic_object_spilling_enabled") == "0", result[
-        "raylet_env"
-    ]
-    error = result["error"] or {}
-    if (
-        not error
-        and result["put_ok"] == 30
-        and (result["spilled_mib"] or 0) > 0
-        and spilling_flag(result) is True
-    ):
-        raise SpilledDespiteEnvKnob(
-            f"no ObjectStoreFullError: {result['put_ok']} puts succeeded, "
-            f"{result['spilled_mib']} MiB spilled; the system config says "
-            f"automatic_object_spilling_enabled={spilling_flag(result)}"
-        )
-    assert error.get("type") == "ObjectStoreFullError", result["error"]
+    if result["raylet_env"].get("RAY_automatic_object_spilling_enabled") != "0":
+        raise WorkloadError(f"set-up: the knob must reach the raylet: {result['raylet_env']}")
+    experiment.judge(store_full_with_the_env_knob(result, Fill(**FILL)))
 
 
 @pytest.mark.claim("STORE-02")
@@ -162,21 +151,8 @@ def test_store_full_with_spilling_off_raises_object_store_full(experiment: Exper
     ).result()
     fill_evidence(experiment, "STORE-02 system config", result)
     record(experiment, "STORE-02 system config: gcs_server system config", result["system_config"])
-    assert spilling_flag(result) is False, result["system_config"]
-    error = result["error"] or {}
-    fallback = result["fallback_mib"] or 0
-    if (
-        not error
-        and result["put_ok"] == 30
-        and result["readable"] == 30
-        and result["spilled_mib"] is None
-        and fallback >= FILL["total_mb"] - result["store_mib"]
-    ):
-        raise FallbackAllocatedInsteadOfStoreFull(
-            f"no ObjectStoreFullError: {result['put_ok']} puts succeeded, nothing spilled, "
-            f"{fallback} MiB in plasma's filesystem fallback allocation"
-        )
-    assert error.get("type") == "ObjectStoreFullError", result["error"]
+    spilling_off(result)
+    experiment.judge(store_full_without_spilling(result, Fill(**FILL)))
 
 
 @pytest.mark.claim("STORE-02")
@@ -206,30 +182,18 @@ def test_store_full_without_spilling_raises_object_store_full_once_the_fallback_
 ) -> None:
     """Spilling off, and plasma's fallback directory (the spill directory) a small tmpfs: the
     put that fits neither the store nor the fallback raises ``ObjectStoreFullError``."""
-    size_mb = 40
+    fill = Fill(total_mb=200, size_mb=40)
     result = experiment.cluster.run(
         "workloads.store:fill_store",
-        total_mb=200,
-        size_mb=size_mb,
+        total_mb=fill.total_mb,
+        size_mb=fill.size_mb,
         read_back=False,
         disk_paths=[FALLBACK_DIR],
         timeout=600,
     ).result()
     fill_evidence(experiment, "STORE-02 fallback full", result)
-    assert spilling_flag(result) is False, result["system_config"]
-    fits = int(result["store_mib"]) // size_mb + FALLBACK_MB // size_mb
-    error = result["error"] or {}
-    if (
-        error.get("type") == "OutOfDiskError"
-        and error.get("index") == fits
-        and result["spilled_mib"] is None
-        and (result["fallback_mib"] or 0) >= size_mb
-    ):
-        raise OutOfDiskInsteadOfStoreFull(
-            f"put {fits + 1} raised OutOfDiskError with {result['fallback_mib']} MiB in the "
-            f"fallback and nothing spilled: {error.get('message', '')[:200]}"
-        )
-    assert error.get("type") == "ObjectStoreFullError", result["error"]
+    spilling_off(result)
+    experiment.judge(store_full_once_the_fallback_is_full(result, fill, FALLBACK_MB))
 
 
 @pytest.mark.claim("STORE-03")
@@ -247,21 +211,14 @@ def test_full_spill_disk_raises_out_of_disk(experiment: Experiment) -> None:
     fill_evidence(experiment, "STORE-03", result)
     spill_disk = experiment.cluster.exec("head", ["df", "-m", SPILL_DIR]).output
     record(experiment, "STORE-03 df spill disk", spill_disk)
-    error = result["error"] or {}
-    assert error.get("type") == "OutOfDiskError", result["error"]
-    assert "RayError" in error["bases"]
-    assert "Local disk is full" in error["message"], error["message"]
-    assert error["index"] < 30, "the failing put comes before all 300 MiB are in"
     # The cause is the threshold itself: the raylet's file-system monitor reported the spill
     # disk over local_fs_capacity_threshold (ray_config_def.h: 0.95) before the put failed.
     monitor = experiment.cluster.exec(
         "head", ["grep", "-m1", f"{SPILL_DIR} is over", "/tmp/ray/session_latest/logs/raylet.out"]
     )
     record(experiment, "STORE-03 file system monitor", monitor.output)
-    assert monitor.exit_code == 0, f"the raylet never logged {SPILL_DIR} over its threshold"
-    over = re.search(r"is over ([\d.]+)% full", monitor.output)
-    assert over is not None, monitor.output
-    assert float(over.group(1)) == LOCAL_FS_CAPACITY_THRESHOLD * 100, monitor.output
+    logged = monitor.output if monitor.exit_code == 0 else None
+    experiment.judge(full_spill_disk(result, Fill(**FILL), logged, SPILL_DIR))
 
 
 @pytest.mark.claim("OOM-01", "ADVICE-01")
@@ -288,31 +245,9 @@ def test_memory_monitor_kills_the_worker_not_the_node(experiment: Experiment) ->
         timeout=600,
     ).result()
     record(experiment, "OOM-01", result)
-    no_retry, retried = result["cases"]
-    assert not no_retry["ok"] and no_retry["error"]["type"] == "OutOfMemoryError", no_retry
-    assert "RayError" in no_retry["error"]["bases"]
-    assert no_retry["attempts_on_node"] == 1
-    assert [(s["attempt"], s["state"], s["error_type"]) for s in no_retry["state_api"]] == [
-        (0, "FAILED", "OUT_OF_MEMORY")
-    ], no_retry["state_api"]
-    assert retried["ok"] and retried["value"] == {"attempt": 4, "survived_heavy": False}, retried
-    assert retried["attempts_on_node"] == 4, "3 OOM kills with max_retries=1: budget ignored"
-    assert sorted((s["attempt"], s["state"], s["error_type"]) for s in retried["state_api"]) == [
-        (0, "FAILED", "OUT_OF_MEMORY"),
-        (1, "FAILED", "OUT_OF_MEMORY"),
-        (2, "FAILED", "OUT_OF_MEMORY"),
-        (3, "FINISHED", None),
-    ], retried["state_api"]
-    exits = result["worker_exit_types"]
-    oom_exits = sum(v for k, v in exits.items() if "NODE_OUT_OF_MEMORY" in k)
-    assert oom_exits >= 4, exits
-    assert result["node_alive"], "the node must survive: the raylet kills workers instead"
-    knobs_take_effect(experiment)
-
-
-def knobs_take_effect(experiment: Experiment) -> None:
-    """ADVICE-01's settings that exist work: holding HELD_FRACTION of a node's memory, between
-    OOM_KNOBS's threshold and Ray's default, fails where the knobs are set and not elsewhere."""
+    experiment.judge(kills_the_worker_not_the_node(result))
+    # ADVICE-01's settings that exist work: holding HELD_FRACTION of a node's memory, between
+    # OOM_KNOBS's threshold and Ray's default, fails where the knobs are set and not elsewhere.
     held = experiment.cluster.run(
         "workloads.store:memory_threshold_effect",
         nodes=["worker", "control"],
@@ -321,13 +256,8 @@ def knobs_take_effect(experiment: Experiment) -> None:
         timeout=300,
     ).result()
     record(experiment, "ADVICE-01 memory knobs", held)
-    knobbed, control = held["worker"], held["control"]
-    assert not knobbed["ok"] and knobbed["error"]["type"] == "OutOfMemoryError", knobbed
-    assert control["ok"], f"Ray's default threshold must let {HELD_FRACTION} be held: {control}"
-    lowest = control["value"]["lowest_while_held"]
-    assert lowest > float(OOM_KNOBS["RAY_memory_usage_threshold"]), (
-        f"the control held only {lowest} of its memory: the comparison proves nothing"
-    )
+    threshold = float(OOM_KNOBS["RAY_memory_usage_threshold"])
+    experiment.judge(oom_knobs_take_effect(held, HELD_FRACTION, threshold))
 
 
 @pytest.mark.claim("OOM-02")
@@ -335,8 +265,8 @@ def knobs_take_effect(experiment: Experiment) -> None:
     driver=False,
     head={
         "num_cpus": 4,
-        "ray_memory": "300m",
-        "object_store": "80m",
+        "ray_memory": f"{HEAD_CAPS.memory_mib}m",
+        "object_store": f"{HEAD_CAPS.store_mib}m",
         "resources": {"headslot": 10},
     },
     workers=[{"name": "worker", "num_cpus": 4}],
@@ -344,18 +274,8 @@ def knobs_take_effect(experiment: Experiment) -> None:
 def test_head_memory_caps_only_declared_work(experiment: Experiment) -> None:
     """``--memory`` limits only actors that declare ``memory=``; undeclared ones still land on
     the head (also by default from a driver there); ``--object-store-memory`` caps its store."""
-    result = experiment.cluster.run("workloads.store:logical_memory", declared_mb=150, n=3).result()
+    result = experiment.cluster.run(
+        "workloads.store:logical_memory", declared_mb=HEAD_CAPS.declared_mb, n=HEAD_CAPS.actors
+    ).result()
     record(experiment, "OOM-02", result)
-    assert result["head_memory_mib"] == 300 and result["head_object_store_mib"] == 80, result
-    assert result["per_node_object_store_mib"]["worker"] > 80
-    assert result["undeclared_on_head"] == {"alive": 3, "pending": 0, "nodes": ["head"] * 3}
-    declared = result["declared_on_head"]
-    assert (declared["alive"], declared["pending"], declared["expected_fit"]) == (2, 1, 2), declared
-    assert declared["states"].count("PENDING_CREATION") == 1, declared
-    assert any("'memory': 157286400.0" in line for line in declared["pending_demands"]), declared[
-        "pending_demands"
-    ]
-    assert result["memory_freed_after_s"] < 30, "the killed actors' memory must come back"
-    assert result["default_two_actors"] == {"head": 2, "worker": 0}, (
-        "undeclared default actors from a driver on the head still land on it"
-    )
+    experiment.judge(caps_only_declared_work(result, HEAD_CAPS))
