@@ -2,7 +2,8 @@
 
 Knobs shortened: health checks (FAST_HEALTH_CHECKS), so a cut-off node is DEAD in seconds; for
 one NET-01 experiment also the gRPC client keepalive (FAST_GRPC_KEEPALIVE), which is what fails
-an owner's in-flight call to a node behind an iptables DROP (no RST ever arrives).
+an owner's in-flight call to a node behind an iptables DROP (no RST ever arrives). The
+verdicts: ``verdicts.network``.
 """
 
 from __future__ import annotations
@@ -29,6 +30,14 @@ from chaos.testing import (
     record,
     stays_dead,
     wait_until,
+)
+
+from .verdicts.network import (
+    CutTask,
+    PartitionedTaskNotRetried,
+    dead_in_band,
+    failed_over,
+    stays_dead_after_heal,
 )
 
 #: The NET-01 task's length: still running when the cut strikes (after the State API has shown
@@ -61,11 +70,6 @@ PENDING_WATCH_S = 5.0
 WATCH_AFTER_DEAD_S = 60
 
 
-class PartitionedTaskNotRetried(AssertionError):
-    """NET-01's finding: the only attempt is still RUNNING on the cut-off node, now DEAD, and no
-    attempt has started anywhere else."""
-
-
 def keepalive_s(knobs: dict[str, str]) -> float:
     """Seconds until an owner's in-flight gRPC call to an unreachable node fails: keepalive time
     plus keepalive timeout (``ray_config_def.h``; 2.60 defaults 300 s + 120 s)."""
@@ -81,7 +85,9 @@ def cut_off(experiment: Experiment, name: str) -> tuple[Node, Fault]:
     return cluster.node(name), experiment.nemesis.partition([[name], others])
 
 
-def wait_dead(experiment: Experiment, node: Node) -> float:
+def wait_dead(experiment: Experiment, node: Node) -> float | None:
+    """Wait until the observer sees the cut-off node DEAD; seconds from the cut until the GCS
+    marked it so (None: never recorded)."""
     band = experiment.node_death_band()
 
     def dead() -> None:
@@ -89,12 +95,21 @@ def wait_dead(experiment: Experiment, node: Node) -> float:
         assert state.get("state") == "DEAD", f"{node.name} is {state.get('state')}"
 
     wait_until(dead, band.high + 10, f"partitioned {node.name} DEAD")
-    window = fault_to_node_dead(
+    return fault_to_node_dead(
         experiment.history, injected(experiment.history, "partition"), str(node.node_id)
     )
-    experiment.measure("partition → node DEAD (s)", window)
-    experiment.measure("health-check band", str(band))
-    assert window is not None and window in band, f"{window} s outside {band}"
+
+
+def detected(experiment: Experiment, node: Node) -> float:
+    """NET-01's detection before its fail-over is watched: the cut → DEAD window recorded now
+    and, outside the band, failed now. It is recorded held only with the fail-over's verdict
+    (:func:`failed_over`), so a later failure leaves NET-01 failed."""
+    window = wait_dead(experiment, node)
+    detection = dead_in_band(window, experiment.node_death_band())
+    for m in detection.measured:  # as experiment.judge records them
+        experiment.measure(m.name, m.value, band=m.band, start=m.start, end=m.end)
+    if window is None or not detection.held:
+        raise detection.error()
     return window
 
 
@@ -105,15 +120,16 @@ def test_partitioned_worker_is_dead_in_the_band_and_stays_dead_after_heal(
 ) -> None:
     """Cut off, a worker is DEAD within the health-check band; healed, its old id stays DEAD."""
     victim, cut = cut_off(experiment, "worker-1")
-    wait_dead(experiment, victim)
-    cut.heal()
     band = experiment.node_death_band()
+    experiment.judge(dead_in_band(wait_dead(experiment, victim), band))
+    cut.heal()
     heal_t = time.time()
     # Give the old raylet every chance to come back: several health-check windows.
     experiment.history.await_event(lambda e: e.t > heal_t + band.high * 2, timeout=band.high * 2)
-    stays_dead(experiment, str(victim.node_id), cut.injected_at, "worker-1's old id after the cut")
+    old = str(victim.node_id)
+    states = stays_dead(experiment, old, cut.injected_at, "worker-1's old id after the cut")
     alive = {r["node_id"] for r in experiment.nemesis.state("nodes") if r["state"] == "ALIVE"}
-    assert victim.node_id not in alive, "the old node id must not be ALIVE after the heal"
+    experiment.judge(stays_dead_after_heal(old, states, frozenset(alive)))
 
 
 def start_partitioned_task(
@@ -152,22 +168,29 @@ def task_attempts(experiment: Experiment) -> list[tuple[Any, Any, Any]]:
     return sorted((r.get("attempt_number"), r.get("state"), r.get("node_id")) for r in rows)
 
 
-def not_retried(experiment: Experiment, run: WorkloadRun, victim: Node, since_cut: float) -> None:
-    """Raise :class:`PartitionedTaskNotRetried` when that is what the cluster shows: the workload
-    still waiting, one attempt only (from the victim), and the State API's only attempt RUNNING
-    on the victim. Anything else returns, and the caller's own error stands."""
+def cut_task(
+    experiment: Experiment, run: WorkloadRun, victim: Node, cut: Fault, completed_on: str | None
+) -> CutTask:
+    """NET-01's task as the run stands now (its State API attempts recorded)."""
     attempts = task_attempts(experiment)
     record(experiment, "NET-01 State API attempts", attempts)
-    nodes = [e.get("node") for e in run.events("attempt")]
-    if (
-        run.stream.running
-        and nodes == [victim.node_id]
-        and attempts == [(0, "RUNNING", victim.node_id)]
-    ):
-        raise PartitionedTaskNotRetried(
-            f"{since_cut:.0f} s after the cut, worker-1 DEAD, the task's only attempt is still "
-            f"RUNNING there (State API {attempts}) and none started elsewhere"
-        )
+    return CutTask(
+        victim=str(victim.node_id),
+        since_cut=time.time() - cut.injected_at,
+        waiting=run.stream.running,
+        started_on=[e.get("node") for e in run.events("attempt")],
+        attempts=attempts,
+        completed_on=completed_on,
+    )
+
+
+def not_retried(experiment: Experiment, run: WorkloadRun, victim: Node, cut: Fault) -> None:
+    """Raise :class:`PartitionedTaskNotRetried` when that is what the cluster shows
+    (:func:`failed_over` on the task not completed). Anything else returns, and the caller's
+    own error stands."""
+    stuck = failed_over(cut_task(experiment, run, victim, cut, None))
+    if stuck.finding is not None:
+        experiment.judge(stuck)
 
 
 def retry_started(experiment: Experiment, run: WorkloadRun, victim: Node, timeout: float) -> None:
@@ -184,12 +207,11 @@ def retry_started(experiment: Experiment, run: WorkloadRun, victim: Node, timeou
     experiment.measure("partition → retry started (s)", window)
 
 
-def completed(experiment: Experiment, run: WorkloadRun, victim: Node) -> None:
-    """The retried task finishes (a TASK_S task on a fresh worker) on a node other than the victim."""
+def completed(experiment: Experiment, run: WorkloadRun, victim: Node, cut: Fault) -> CutTask:
+    """The retried task finishes (a TASK_S task on a fresh worker): where, and its attempts."""
     result = run.result(timeout=TASK_S + AFTER_DEATH_S)
     record(experiment, "NET-01 result", result)
-    record(experiment, "NET-01 State API attempts", task_attempts(experiment))
-    assert result["completed_on"] != victim.node_id, "the task must complete on another node"
+    return cut_task(experiment, run, victim, cut, result["completed_on"])
 
 
 @pytest.mark.claim("NET-01")
@@ -216,13 +238,13 @@ def completed(experiment: Experiment, run: WorkloadRun, victim: Node) -> None:
 def test_task_on_a_partitioned_worker_fails_over(experiment: Experiment) -> None:
     """The task running on the cut-off worker is retried on another node once it is DEAD."""
     run, victim, cut = start_partitioned_task(experiment)
-    wait_dead(experiment, victim)
+    detected(experiment, victim)
     try:
         retry_started(experiment, run, victim, WATCH_AFTER_DEAD_S)
     except WorkloadTimeout:
-        not_retried(experiment, run, victim, time.time() - cut.injected_at)
+        not_retried(experiment, run, victim, cut)
         raise
-    completed(experiment, run, victim)
+    experiment.judge(failed_over(completed(experiment, run, victim, cut)))
     cut.heal()
 
 
@@ -238,7 +260,7 @@ def test_task_on_a_partitioned_worker_fails_over_after_grpc_keepalive(
     no room for it (its resource held on the other worker) the retry waits in
     PENDING_NODE_ASSIGNMENT, and once room is made it runs on another node and completes."""
     run, victim, cut = start_partitioned_task(experiment, no_room=True)
-    dead_s = wait_dead(experiment, victim)
+    dead_s = detected(experiment, victim)
     keepalive = keepalive_s(experiment.cluster.knobs())
     # From the cut: the owner's PushTask fails after one keepalive window; it then asks the
     # victim's raylet why (GetWorkerFailureCause), which fails after another; the retry may
@@ -253,7 +275,7 @@ def test_task_on_a_partitioned_worker_fails_over_after_grpc_keepalive(
     try:
         wait_until(retry_pending, bound - (time.time() - cut.injected_at), "retry pending")
     except CheckFailed:
-        not_retried(experiment, run, victim, time.time() - cut.injected_at)
+        not_retried(experiment, run, victim, cut)
         raise
     window = round(time.time() - cut.injected_at, 2)
     experiment.measure("partition → retry PENDING_NODE_ASSIGNMENT (s)", window)
@@ -268,5 +290,5 @@ def test_task_on_a_partitioned_worker_fails_over_after_grpc_keepalive(
     record(experiment, "NET-01 State API attempts without room", task_attempts(experiment))
     experiment.cluster.signal("release")
     retry_started(experiment, run, victim, AFTER_DEATH_S)
-    completed(experiment, run, victim)
+    experiment.judge(failed_over(completed(experiment, run, victim, cut)))
     cut.heal()

@@ -6,7 +6,7 @@ method fail (:mod:`chaos.nemesis.rpc`: the name is checked against the release f
 Ray's log line for each injected failure is the proof). Nothing else in the cluster reads the
 value. Two nodes: the head hosts the drivers, ``worker`` (resource ``rpc_target``) runs every
 call, so each push crosses the network. Executions are counted from a file on that node, not
-through Ray. Workloads: ``workloads.rpc``.
+through Ray. Workloads: ``workloads.rpc``; the verdicts: ``verdicts.rpc``.
 """
 
 from __future__ import annotations
@@ -21,8 +21,11 @@ from chaos.testing import (
     Experiment,
     Mode,
     RpcFailure,
+    WorkloadRun,
     sh,
 )
+
+from .verdicts.rpc import Case, actor_call_at_most_once, task_returns
 
 PUSH = "CoreWorkerService.grpc_client.PushTask"
 LEASE = "NodeManagerService.grpc_client.RequestWorkerLease"
@@ -51,17 +54,23 @@ def executions(cluster: Cluster, token: str) -> int:
 
 def strike(
     experiment: Experiment, failure: RpcFailure, workload: str, **kwargs: Any
-) -> tuple[dict[str, Any], Counter[tuple[Mode, str]], Any]:
-    """Run ``workload`` as a driver whose calls fail as ``failure`` says: its ``outcome``, the
-    failures Ray logged injecting, and the driver's run."""
+) -> tuple[WorkloadRun, Counter[tuple[Mode, str]]]:
+    """Run ``workload`` as a driver whose calls fail as ``failure`` says, to its end: the
+    driver's run, and the failures Ray logged injecting."""
     cluster = experiment.cluster
     fault = experiment.nemesis.rpc_failures(
         cluster.driver.name, [failure], f"workloads.rpc:{workload}", timeout_s=CALL_S, **kwargs
     )
     assert fault.run is not None
     fault.run.result(timeout=2 * CALL_S + 60)
-    outcome = fault.run.last("outcome").fields
-    return outcome, fault.injected(cluster), fault.run
+    return fault.run, fault.injected(cluster)
+
+
+def reported(run: WorkloadRun, kind: str) -> dict[str, Any] | None:
+    """The fields of the driver's latest ``kind`` event; None when it reported none (the
+    verdict then cannot decide)."""
+    found = run.events(kind)
+    return dict(found[-1].fields) if found else None
 
 
 @pytest.mark.claim("CHURN-06")
@@ -74,21 +83,15 @@ def test_a_task_whose_rpcs_fail_returns(experiment: Experiment) -> None:
         ("push reply lost", RpcFailure(PUSH, FAILS, response_pct=100), Mode.RESPONSE, 1 + FAILS),
         ("lease reply lost", RpcFailure(LEASE, FAILS, response_pct=100), Mode.RESPONSE, 1),
     )
+    recorded = []
     for index, (label, failure, mode, runs) in enumerate(cases):
         token = f"task-{index}"
-        outcome, injected, _ = strike(experiment, failure, "task", token=token, max_retries=FAILS)
+        run, injected = strike(experiment, failure, "task", token=token, max_retries=FAILS)
         ran = executions(experiment.cluster, token)
-        experiment.measure(
-            f"CHURN-06 {label}",
-            {"outcome": outcome, "injected": dict(_named(injected)), "executions": ran},
+        recorded.append(
+            Case(label, failure, mode, runs, reported(run, "outcome"), injected, executions=ran)
         )
-        assert injected == {(mode, failure.method): FAILS}, (
-            f"{label}: Ray must log {FAILS} injected {mode} failures: {dict(_named(injected))}"
-        )
-        assert outcome["error"] is None and outcome["value"] == 42, (
-            f"{label}: the task (max_retries={FAILS}) must return 42: {outcome}"
-        )
-        assert ran == runs, f"{label}: the task must run {runs} time(s), ran {ran}"
+    experiment.judge(task_returns(recorded))
 
 
 @pytest.mark.claim("CHURN-07")
@@ -101,41 +104,25 @@ def test_an_actor_call_whose_push_fails_is_at_most_once(experiment: Experiment) 
         ("reply lost, max_task_retries=0", Mode.RESPONSE, 0, 1),
         ("reply lost, max_task_retries=-1", Mode.RESPONSE, -1, None),
     )
+    recorded = []
     for index, (label, mode, retries, runs) in enumerate(cases):
         token = f"actor-{index}"
         pct = {"request_pct": 100} if mode is Mode.REQUEST else {"response_pct": 100}
         failure = RpcFailure(PUSH, 1, **pct)
-        outcome, injected, run = strike(
+        run, injected = strike(
             experiment, failure, "actor_call", token=token, max_task_retries=retries
         )
-        following = run.last("next_call").fields
-        ran = executions(experiment.cluster, token)
-        experiment.measure(
-            f"CHURN-07 {label}",
-            {
-                "outcome": outcome,
-                "next_call": following,
-                "injected": dict(_named(injected)),
-                "executions": ran,
-            },
-        )
-        assert injected == {(mode, PUSH): 1}, f"{label}: one injected {mode} failure: {injected}"
-        if runs is None:
-            # At-least-once: retried until it answers.
-            assert outcome["error"] is None and outcome["value"] == 42, f"{label}: {outcome}"
-            assert ran >= 1, f"{label}: the call returned without running: {ran}"
-        else:
-            error = outcome["error"] or {}
-            assert error.get("type") == "ActorUnavailableError", (
-                f"{label}: the caller must get ActorUnavailableError: {outcome}"
+        recorded.append(
+            Case(
+                label,
+                failure,
+                mode,
+                runs,
+                reported(run, "outcome"),
+                injected,
+                executions=executions(experiment.cluster, token),
+                next_call=reported(run, "next_call"),
+                next_executions=executions(experiment.cluster, f"{token}-next"),
             )
-            assert "may or may not have been executed" in error.get("message", ""), error
-            assert ran == runs, f"{label}: the method must run {runs} time(s), ran {ran}"
-        assert following["error"] is None and following["value"] == 43, (
-            f"{label}: the actor must answer its next call: {following}"
         )
-        assert executions(experiment.cluster, f"{token}-next") == 1
-
-
-def _named(injected: Counter[tuple[Mode, str]]) -> dict[str, int]:
-    return {f"{mode} {method}": n for (mode, method), n in injected.items()}
+    experiment.judge(actor_call_at_most_once(recorded))

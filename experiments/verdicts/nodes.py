@@ -1,11 +1,14 @@
-"""NODE-01, NODE-02, NODE-04 as pure verdicts: a node's death as its work, Ray's records and
-the driver saw it.
+"""NODE-01 … NODE-04 as pure verdicts: a node's death as its work, Ray's records and the
+driver saw it, and a node started again on the same host.
 
 The record (``workloads.nodes:node_death`` on the victim, polled by a driver): the task's
 error and its attempts, the actor's errors and its State API row, when ``ray.nodes()`` showed
 the node dead, the node's ``ray.nodes()`` death record and State API row; the driver's output
 lines carrying the GCS's "marked dead" error for the node; the strike's time and the band the
-health-check knobs imply.
+health-check knobs imply. NODE-03's (``workloads.nodes:node_rejoins``): per restart, when
+``ray.nodes()`` showed the old id dead, the old and new ids and the IP the workload saw, the
+old id's ``ray.nodes()`` record and State API rows of both ids, whether a task pinned to the
+new id ran; the harness's id and IP of the node after the restart.
 """
 
 from __future__ import annotations
@@ -151,3 +154,87 @@ def graceful_stop(j: Judging, strike: NodeStrike, band: Band, sigterm_at: float)
     j.require(-0.01 <= dead < band.high, f"GCS end time {dead} s after the raylet's SIGTERM")
     j.require(not strike.pushed, f"a graceful stop pushed an error: {list(strike.pushed)}")
     return f"EXPECTED_TERMINATION, DEAD {dead} s after the raylet's SIGTERM, no error pushed"
+
+
+@dataclass(frozen=True)
+class Restart:
+    """One NODE-03 restart: the node killed (``how``: its container or its raylet) and started
+    again on the same host, as the run recorded it."""
+
+    how: str
+    killed_at: float
+    #: When the workload's ``ray.nodes()`` showed the old id dead (wall clock).
+    dead_seen: float | None
+    restarted_at: float
+    old_id: str
+    #: The harness's id and IP of the node once it was ALIVE again.
+    new_id: str | None
+    ip: str
+    #: ``workloads.nodes:node_rejoins``'s result.
+    seen: Mapping[str, Any]
+
+
+def _dead_within(j: Judging, label: str, killed_at: float, t: float | None, band: Band) -> None:
+    """``ray.nodes()`` showed the node dead within the health-check band of the kill."""
+    j.measure("health-check band", str(band))
+    at = j.found(t, f"{label}: the workload did not report the time")
+    window = j.measure(
+        f"{label} → node DEAD, ray.nodes() (s)",
+        round(float(at) - killed_at, 2),
+        band=(band.low, band.high),
+        start=killed_at,
+    )
+    j.require(window in band, f"{label}: node DEAD {window} s after the strike, outside {band}")
+
+
+def _rejoined(j: Judging, restart: Restart) -> None:
+    """Started again, the node registered a new id at the same IP; the old id DEAD in
+    ``ray.nodes()`` and the State API, the new one ALIVE and running work pinned to it."""
+    seen, old, new = restart.seen, restart.old_id, restart.new_id
+    label = f"NODE-03 {restart.how}"
+    j.require(bool(new) and new != old, f"{label}: the restarted node must have a new id: {new}")
+    j.require(
+        seen["old_node_id"] == old and seen["new_node_id"] == new,
+        f"{label}: the workload saw ids {seen['old_node_id']} → {seen['new_node_id']}, the "
+        f"harness {old} → {new}",
+    )
+    j.require(
+        not seen["same_id"] and restart.ip == seen["ip"],
+        f"{label}: a new id at the same IP ({restart.ip}): {seen}",
+    )
+    j.require(
+        seen["old_record"]["Alive"] is False, f"{label}: ray.nodes() old id: {seen['old_record']}"
+    )
+    j.require(
+        seen["state_api_old"]["state"] == "DEAD",
+        f"{label}: State API old id must be DEAD: {seen['state_api_old']}",
+    )
+    j.require(
+        seen["state_api_new"]["state"] == "ALIVE",
+        f"{label}: State API new id must be ALIVE: {seen['state_api_new']}",
+    )
+    j.require(
+        seen.get("task_on_new") is True, f"{label}: a task pinned to the new id must run: {seen}"
+    )
+    at = j.found(seen.get("t_new_alive_seen"), f"{label}: the workload did not report the time")
+    j.measure(
+        f"NODE-03 {restart.how}: restart → new id ALIVE (s)",
+        round(float(at) - restart.restarted_at, 2),
+    )
+
+
+@verdict("NODE-03")
+def rejoins_under_a_new_id(j: Judging, restarts: Sequence[Restart], band: Band) -> str:
+    """A node (container killed) or a raylet (killed) started again on the same host and IP
+    registers a new node id; the old id, DEAD within the health-check band of the kill, stays
+    DEAD."""
+    if not restarts:
+        j.unknown("no restart was recorded")
+    for restart in restarts:
+        label = f"NODE-03 {restart.how} kill"
+        _dead_within(j, label, restart.killed_at, restart.dead_seen, band)
+        _rejoined(j, restart)
+    return (
+        f"{', '.join(r.how for r in restarts)} restarted: a new id at the same IP each time, the "
+        "old id DEAD within the band and still DEAD"
+    )

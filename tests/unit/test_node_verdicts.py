@@ -1,4 +1,4 @@
-"""NODE-01, NODE-02 and NODE-04's verdicts on what a node death's run records (no Docker)."""
+"""NODE-01 … NODE-04's verdicts on what a node death's run records (no Docker)."""
 
 from __future__ import annotations
 
@@ -6,18 +6,27 @@ from copy import deepcopy
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from chaos.testing import MISSED_HEARTBEATS, Band
+from chaos.testing import MISSED_HEARTBEATS, Band, MissingEvidence
 
 if TYPE_CHECKING:
     # The suite installs as chaos.experiments through the editable install's import hook, which
     # mypy cannot follow; it checks the same modules as experiments/.
-    from experiments.verdicts.nodes import NodeStrike, graceful_stop, killed_node, killed_raylet
-else:
-    from chaos.experiments.verdicts.nodes import (
+    from experiments.verdicts.nodes import (
         NodeStrike,
+        Restart,
         graceful_stop,
         killed_node,
         killed_raylet,
+        rejoins_under_a_new_id,
+    )
+else:
+    from chaos.experiments.verdicts.nodes import (
+        NodeStrike,
+        Restart,
+        graceful_stop,
+        killed_node,
+        killed_raylet,
+        rejoins_under_a_new_id,
     )
 
 T0 = 1_796_600_000.0
@@ -68,3 +77,55 @@ def test_a_graceful_stop_is_expected_termination_without_a_pushed_error() -> Non
     assert "pushed an error" in pushed.reason
     as_failure = graceful_stop(replace(strike, seen=SEEN), BAND, T0 + 4.0)
     assert "EXPECTED_TERMINATION" in as_failure.reason
+
+
+def rejoined(how: str, old: str, new: str, dead_s: float, alive_s: float) -> Restart:
+    """A restart as docs/evidence/node-level.md records them: the old id DEAD ``dead_s`` after
+    the kill, the new one ALIVE ``alive_s`` after the restart (3-7 s seen)."""
+    seen = {
+        "old_node_id": old,
+        "new_node_id": new,
+        "same_id": False,
+        "ip": "10.0.0.3",
+        "old_record": {"Alive": False, "DeathReason": 2},
+        "state_api_old": {
+            "state": "DEAD",
+            "state_message": f"Unexpected termination: {MISSED_HEARTBEATS}",
+        },
+        "state_api_new": {"state": "ALIVE"},
+        "task_on_new": True,
+        "t_new_alive_seen": T0 + 8.0 + alive_s,
+    }
+    return Restart(how, T0, T0 + dead_s, T0 + 8.0, old, new, "10.0.0.3", seen)
+
+
+RESTARTS = [rejoined("node", "n1", "n1b", 5.8, 3.44), rejoined("raylet", "n2", "n2b", 4.2, 2.17)]
+
+
+def test_node03_a_restart_under_a_new_id_at_the_same_ip_holds() -> None:
+    held = rejoins_under_a_new_id(RESTARTS, BAND)
+    assert (held.claim, held.outcome) == ("NODE-03", "held"), held.reason
+    measured = {m.name: m.value for m in held.measured}
+    assert measured["NODE-03 node kill → node DEAD, ray.nodes() (s)"] == 5.8
+    assert measured["NODE-03 raylet: restart → new id ALIVE (s)"] == 2.17
+
+
+def test_node03_the_same_id_a_live_old_id_or_a_late_death_fails() -> None:
+    same = replace(RESTARTS[0], new_id="n1")
+    verdict = rejoins_under_a_new_id([same, RESTARTS[1]], BAND)
+    assert verdict.outcome == "failed"
+    assert "NODE-03 node: the restarted node must have a new id" in verdict.reason
+    alive = deepcopy(RESTARTS[1].seen)
+    alive["state_api_old"]["state"] = "ALIVE"
+    back = rejoins_under_a_new_id([RESTARTS[0], replace(RESTARTS[1], seen=alive)], BAND)
+    assert "NODE-03 raylet: State API old id must be DEAD" in back.reason
+    late = rejoins_under_a_new_id([replace(RESTARTS[0], dead_seen=T0 + 9.0)], BAND)
+    assert "node DEAD 9.0 s after the strike, outside [3.0 s, 6.5 s]" in late.reason
+    untimed = rejoins_under_a_new_id([replace(RESTARTS[0], dead_seen=None)], BAND)
+    assert "did not report the time" in untimed.reason
+
+
+def test_node03_no_restart_recorded_cannot_decide() -> None:
+    verdict = rejoins_under_a_new_id([], BAND)
+    assert verdict.outcome == "unknown"
+    assert isinstance(verdict.error(), MissingEvidence)
