@@ -11,7 +11,6 @@ Every pending check is bounded: ``ray.wait`` with a timeout, then the State API 
 
 from __future__ import annotations
 
-import re
 import time
 from typing import Any
 
@@ -22,10 +21,26 @@ from chaos.testing import (
     GCS_PORT,
     Experiment,
     NodeSpec,
+    WorkloadError,
     attach,
     record,
     status_now,
     wait_until,
+)
+
+from .verdicts.pending import (
+    Joined,
+    Membership,
+    StartExit,
+    Unreachable,
+    Waiting,
+    app_errors_fail_fast,
+    gpu_with_type,
+    infeasible_waits,
+    never_joined,
+    pip_env_fails_in_time,
+    ray_start_gives_up,
+    strict_groups_wait,
 )
 
 LOST = {
@@ -77,81 +92,37 @@ RUNTIME_ENV_RETRY_INTERVAL_S = 1.0
 RUNTIME_ENV_SLACK_S = 30
 
 
-def demanded(result: dict[str, Any], needle: str) -> None:
-    lines = result["pending_demands"]
-    assert any(needle in line for line in lines), f"Pending Demands lack {needle}: {lines}"
+#: The nodes of topology P that join, and the one that never does; the joined nodes' CPUs
+#: (head 2, gplain 2, ga100 2), to which ``late`` adds 1.
+JOINED = frozenset({"head", "gplain", "ga100"})
+NEVER = frozenset({"lost"})
+JOINED_CPUS = 6
 
 
-def check_membership(result: dict[str, Any], present: set[str], absent: set[str]) -> None:
-    nodes = result["nodes"]
-    for name in present:
-        assert nodes[name]["alive"], f"{name} must be ALIVE in ray.nodes(): {nodes[name]}"
-    for name in absent:
-        assert not nodes[name]["in_ray_nodes"], f"{name} never joined, yet: {nodes[name]}"
-    # `ray status` names nodes by id, and a node that never joined has none: what shows it
-    # counts for nothing is that the Active nodes are exactly the joined ones.
-    active = set(
-        re.findall(r"^\s*\d+\s+node_([0-9a-f]+)\s*$", active_section(result["ray_status"]), re.M)
-    )
-    joined = {nodes[name]["node_id"] for name in present}
-    assert active == joined, f"ray status Active must list exactly {joined}, lists {active}"
-
-
-def active_section(status: str) -> str:
-    """The ``Active:`` block of ``ray status`` (up to ``Pending:``)."""
-    after = status.split("Active:", 1)
-    if len(after) != 2:
-        raise AssertionError(f"ray status has no Active section: {status[:400]}")
-    return after[1].split("Pending:", 1)[0]
-
-
-@pytest.mark.claim("PEND-01", "PEND-02", "PEND-03", "PEND-04", "PEND-06")
-@pytest.mark.cluster(driver=False, head={"num_cpus": 2}, workers=WORKERS_P)
-def test_pending_requests_wait_and_app_errors_do_not(experiment: Experiment) -> None:
-    """Infeasible requests and oversized strict PGs stay pending (no error, listed in ``ray
-    status``) until a node that fits joins; GPU + GPU-type work runs only where both exist; a
-    never-joined container counts for nothing; a raising ``__init__`` or a broken runtime env
-    fail at once instead of pending."""
-    cluster = experiment.cluster
-    run = cluster.run
-
-    # PEND-03: `lost` runs but never joined: absent, its CPU not counted.
-    before = run("workloads.pending:membership", absent=["lost"]).result()
-    record(experiment, "PEND-03 ray status", before["ray_status"])
-    check_membership(before, {"head", "gplain", "ga100"}, {"lost"})
-    assert before["cluster_cpu"] == 6, "lost's CPU must not be counted"
-
-    # PEND-04: GPU + GPU type only where both are declared.
-    gpu = run("workloads.pending:gpu_and_type", n=3, wait_s=PENDING_S).result()
-    record(experiment, "PEND-04 per node", {k: v for k, v in gpu.items() if k != "cluster"})
-    for case in ("gpu+A100 custom", "gpu+accelerator_type=A100", "A100 custom only"):
-        assert (gpu[case]["counts"], gpu[case]["pending"]) == ({"ga100": 3}, 0), (case, gpu[case])
-    assert gpu["gpu+H100 custom (nobody)"]["pending"] == 3, gpu["gpu+H100 custom (nobody)"]
-    assert sum(gpu["gpu only"]["counts"].values()) == 3
-    assert set(gpu["gpu only"]["counts"]) <= {"gplain", "ga100"}
-
-    # PEND-02: strict PGs larger than the cluster stay PENDING; removal frees everything.
+def strict_groups(experiment: Experiment) -> dict[str, Any]:
+    """PEND-02's strict groups larger than the cluster, by strategy."""
+    groups = {}
     for strategy, bundles in (
         ("STRICT_SPREAD", [{"CPU": 1}] * 4),
         ("STRICT_PACK", [{"CPU": 2}, {"CPU": 1}]),
     ):
-        pg = run(
+        pg = experiment.cluster.run(
             "workloads.pending:strict_pg", strategy=strategy, bundles=bundles, wait_s=PENDING_S
         ).result()
         record(experiment, f"PEND-02 {strategy} ray status", pg["ray_status"])
-        assert not pg["ready_after_wait"], pg
-        assert pg["state"] == "PENDING" and pg["state_api"] == ["PENDING"], pg
-        demanded(pg, f"({strategy}): 1+ pending placement groups")
-        assert pg["cpu_before"] == pg["cpu_during"] == pg["cpu_after"] == 6, "no partial hold"
-        assert pg["state_after_remove"] == "REMOVED" and pg["pg_resources_left"] == [], pg
+        groups[strategy] = pg
+    return groups
 
-    # PEND-01: requests nobody can satisfy: pending, no error, in Pending Demands.
+
+def infeasible_requests(experiment: Experiment) -> list[Waiting]:
+    """PEND-01's requests nobody can satisfy, each watched for PENDING_S."""
+    waiting = []
     for request, kind, state, needle in (
         ({"num_gpus": 2}, "task", "PENDING_NODE_ASSIGNMENT", "{'GPU': 2.0}"),
         ({"num_cpus": 64}, "task", "PENDING_NODE_ASSIGNMENT", "{'CPU': 64.0}"),
         ({"resources": {"nobody": 1}}, "actor", "PENDING_CREATION", "'nobody': 1.0"),
     ):
-        inf = run(
+        inf = experiment.cluster.run(
             "workloads.pending:infeasible",
             request=request,
             kind=kind,
@@ -159,11 +130,15 @@ def test_pending_requests_wait_and_app_errors_do_not(experiment: Experiment) -> 
             demand=needle,
         ).result()
         attach(f"PEND-01 {request} ray status", inf["ray_status"])
-        assert not inf["ready_after_wait"], inf
-        assert inf["states"] == [state], inf
-        demanded(inf, needle)
-    # ... and it runs once a node that fits joins.
-    waiting = run(
+        waiting.append(Waiting(state, needle, inf))
+    return waiting
+
+
+def join_late(experiment: Experiment) -> Joined:
+    """PEND-01's request for ``fancy``, pending until ``late`` (which has it) joins; then the
+    membership with ``late`` in."""
+    cluster = experiment.cluster
+    waiting = cluster.run(
         "workloads.pending:infeasible",
         request={"resources": {"fancy": 1}},
         wait_s=PENDING_S,
@@ -176,12 +151,38 @@ def test_pending_requests_wait_and_app_errors_do_not(experiment: Experiment) -> 
     record(
         experiment, "PEND-01 after the join", {k: v for k, v in joined.items() if k != "ray_status"}
     )
-    assert not joined["ready_after_wait"] and joined["states"] == ["PENDING_NODE_ASSIGNMENT"]
+    after = cluster.run("workloads.pending:membership").result()
     # The workload started before `late` existed, so it names it by IP.
-    assert joined["ran_on"] in {"late", cluster.node("late").ip}, joined
-    after = run("workloads.pending:membership").result()
-    check_membership(after, {"head", "gplain", "ga100", "late"}, {"lost"})
-    assert after["cluster_cpu"] == 7, after["cluster_resources"]
+    names = frozenset({"late", cluster.node("late").ip})
+    return Joined(joined, names, Membership(after, JOINED | {"late"}, NEVER, JOINED_CPUS + 1))
+
+
+@pytest.mark.claim("PEND-01", "PEND-02", "PEND-03", "PEND-04", "PEND-06")
+@pytest.mark.cluster(driver=False, head={"num_cpus": 2}, workers=WORKERS_P)
+def test_pending_requests_wait_and_app_errors_do_not(experiment: Experiment) -> None:
+    """Infeasible requests and oversized strict PGs stay pending (no error, listed in ``ray
+    status``) until a node that fits joins; GPU + GPU-type work runs only where both exist; a
+    never-joined container counts for nothing; a raising ``__init__`` or a broken runtime env
+    fail at once instead of pending."""
+    run = experiment.cluster.run
+
+    # PEND-03: `lost` runs but never joined: absent, its CPU not counted.
+    before = run("workloads.pending:membership", absent=["lost"]).result()
+    record(experiment, "PEND-03 ray status", before["ray_status"])
+    experiment.judge(never_joined(Membership(before, JOINED, NEVER, JOINED_CPUS)))
+
+    # PEND-04: GPU + GPU type only where both are declared.
+    gpu = run("workloads.pending:gpu_and_type", n=3, wait_s=PENDING_S).result()
+    record(experiment, "PEND-04 per node", {k: v for k, v in gpu.items() if k != "cluster"})
+    experiment.judge(gpu_with_type(gpu, 3))
+
+    # PEND-02: strict PGs larger than the cluster stay PENDING; removal frees everything.
+    experiment.judge(strict_groups_wait(strict_groups(experiment), JOINED_CPUS))
+
+    # PEND-01: requests nobody can satisfy: pending, no error, in Pending Demands; and one
+    # runs once a node that fits joins.
+    waiting = infeasible_requests(experiment)
+    experiment.judge(infeasible_waits(waiting, join_late(experiment)))
 
     # PEND-06: application errors are not pending.
     errors = run(
@@ -194,17 +195,7 @@ def test_pending_requests_wait_and_app_errors_do_not(experiment: Experiment) -> 
         timeout=400,
     ).result()
     record(experiment, "PEND-06 outcomes", errors)
-    init = errors["broken_init"]
-    assert not init["ok"] and init["error"]["type"] == "ActorDiedError", init
-    assert "RayActorError" in init["error"]["bases"]
-    assert "init failed on purpose" in init["error"]["message"]
-    assert init["second_call"] == "ActorDiedError"
-    assert [s["state"] for s in init["state_api"]] == ["DEAD"], init["state_api"]
-    for key in ("conda", "working_dir"):
-        for kind in ("task", "actor"):
-            outcome = errors[f"runtime_env[{key}] {kind}"]
-            assert outcome["ok"] is False, f"{key} {kind} must fail, not pend: {outcome}"
-            assert outcome["error"]["type"] == "RuntimeEnvSetupError", outcome
+    experiment.judge(app_errors_fail_fast(errors, ["conda", "working_dir"]))
 
 
 def start_exit_bound(knobs: dict[str, str]) -> tuple[int, float, float]:
@@ -241,23 +232,20 @@ def test_unreachable_head_makes_ray_start_exit(experiment: Experiment) -> None:
         assert rc.exit_code == 0, "ray start has not exited"
 
     started = cluster.exec("lost", ["sh", "-c", "echo $(( $(date +%s) - $(ps -o etimes= -p 1) ))"])
-    assert started.exit_code == 0, started.output
+    if started.exit_code != 0:
+        raise WorkloadError(f"set-up: lost's start time: {started.output}")
     up_s = time.time() - int(started.output.strip())
     wait_until(exited, max(bound - up_s, 1.0), "lost's `ray start` exits")
     timing = cluster.exec(
         "lost",
         ["sh", "-c", "cat /raychaos/state/ray-start.rc; stat -c %Y /raychaos/state/ray-start.rc"],
     )
-    assert timing.exit_code == 0, timing.output
+    if timing.exit_code != 0:
+        raise WorkloadError(f"set-up: lost's `ray start` exit code: {timing.output}")
     rc, exited_at = (int(x) for x in timing.output.split())
-    seconds = exited_at - int(started.output.strip())
     log = cluster.exec("lost", ["cat", "/raychaos/state/ray-start.log"]).output
     record(experiment, "PEND-05 loopback ray start log", log)
-    experiment.measure("PEND-05 loopback: ray start ran (s)", seconds)
-    assert rc != 0, f"ray start must fail, exited {rc}"
-    assert least - 2 <= seconds <= bound, f"exited after {seconds} s, expected {least}-{bound} s"
-    assert log.count("Failed to connect to GCS at address") == tries, log
-    assert "Failed to connect to GCS." in log, log
+    loopback = StartExit(rc, exited_at - int(started.output.strip()), log)
 
     # Firewall: the same node, the head's real address, packets to the head dropped.
     head = cluster.node("head")
@@ -270,15 +258,12 @@ def test_unreachable_head_makes_ray_start_exit(experiment: Experiment) -> None:
         timeout=bound + 90,
     ).result()
     record(experiment, "PEND-05 firewall ray start", drop)
-    experiment.measure("PEND-05 firewall: ray start ran (s)", drop["seconds"])
-    assert drop["rc"] is not None, f"`ray start` behind the firewall still running after {bound} s"
-    assert drop["rc"] != 0, drop
-    assert least - 2 <= drop["seconds"] <= bound, drop
-    assert any("Failed to connect to GCS." in line for line in drop["output_tail"]), drop
+    firewall = StartExit(drop["rc"], drop["seconds"], "\n".join(drop["output_tail"]))
 
-    nodes = experiment.nemesis.state("nodes")
-    assert lost.ip not in {r.get("node_ip") for r in nodes}, "lost must never register"
-    assert lost.ip not in status_now(experiment, "PEND-05")
+    registered = frozenset(str(r.get("node_ip")) for r in experiment.nemesis.state("nodes"))
+    status = status_now(experiment, "PEND-05")
+    seen = Unreachable(tries, least, bound, loopback, firewall, lost.ip, registered, status)
+    experiment.judge(ray_start_gives_up(seen))
 
 
 @pytest.mark.claim("PEND-06")
@@ -309,10 +294,4 @@ def test_unresolvable_pip_runtime_env_fails_within_its_setup_timeout(
     ).result()
     outcome = result["runtime_env[pip,config] task"]
     record(experiment, "PEND-06 pip task", outcome)
-    experiment.measure("PEND-06 pip task failed after (s)", outcome["seconds"])
-    assert outcome["ok"] is False, f"pip runtime env must fail within {bound} s, saw {outcome}"
-    assert outcome["error"]["type"] == "RuntimeEnvSetupError", outcome
-    assert outcome["seconds"] <= bound, outcome
-    # The knob governs: the agent gave up on an attempt at its timeout.
-    timed_out = f"Failed to install runtime_env within the timeout of {PIP_SETUP_TIMEOUT_S} seconds"
-    assert timed_out in outcome["error"]["message"], outcome["error"]["message"]
+    experiment.judge(pip_env_fails_in_time(outcome, bound, PIP_SETUP_TIMEOUT_S))
