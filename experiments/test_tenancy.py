@@ -8,7 +8,6 @@ coordinates them through their events and signals. Workloads: ``workloads.tenanc
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import pytest
@@ -19,32 +18,21 @@ from chaos.testing import (
     record,
 )
 
+from .verdicts.tenancy import (
+    RETRY_WATCH_S,
+    RetriedTaskOutlivesRemovedGroup,
+    StoreRun,
+    driver_exit_spares_detached,
+    entrypoints_placed_not_capped,
+    group_reserves_until_removed,
+    jobs_api_refuses_a_quota,
+    namespaces_isolate_names,
+    removal_ends_retriable_task,
+    tenants_share_the_store,
+)
+
 HEAD_T = {"num_cpus": 4, "resources": {"special": 1}}
 WORKERS_T = [{"name": "worker", "num_cpus": 4, "resources": {"only_worker": 1}}]
-#: TENANT-03: how long the retriable in-group task is watched after the group's removal. No
-#: Ray timeout ends a pending lease (the raylet cancels a group's queued leases only as it is
-#: removed, SCHEDULING_CANCELLED_PLACEMENT_GROUP_REMOVED), so the finding says "not within"
-#: this. The documented end, the max_retries=0 task's WorkerCrashedError, was in by the time
-#: an outside task had run: 0.6-11.2 s after the removal (8 runs, data/tenant.json).
-RETRY_WATCH_S = 60.0
-MIB = 2**20
-
-
-class RetriedTaskOutlivesRemovedGroup(AssertionError):
-    """FINDING TENANT-03: removing a placement group kills a retriable task inside it, but the
-    task is retried into the removed group, where the retry waits for resources that no longer
-    exist: its caller gets no error. Raised only once that symptom is seen in the State API."""
-
-
-def spilled_mib_of(stats: str) -> float | None:
-    """``Spilled N MiB`` from ``ray memory --stats-only`` (None when nothing was spilled)."""
-    found = re.search(r"Spilled (\d+) MiB", stats)
-    return float(found.group(1)) if found else None
-
-
-def error_is(outcome: dict[str, Any], name: str) -> bool:
-    error = outcome.get("error") or {}
-    return name == error.get("type") or name in error.get("bases", [])
 
 
 @pytest.mark.claim("TENANT-01", "TENANT-02", "TENANT-03")
@@ -64,58 +52,27 @@ def test_namespaces_driver_exit_and_placement_group_reservation(experiment: Expe
         release="release_shared",
     )
     holder.wait_for("created", timeout=120)
-    other = cluster.run("workloads.tenancy:named_actor_probe", name="shared", namespace="team-b")
-    other_seen = other.result()
+    other_seen = cluster.run(
+        "workloads.tenancy:named_actor_probe", name="shared", namespace="team-b"
+    ).result()
     same_seen = cluster.run(
         "workloads.tenancy:named_actor_probe", name="shared", namespace="team-a"
     ).result()
     cluster.signal("release_shared")
     held = holder.result()
     record(experiment, "TENANT-01", {"team-b": other_seen, "team-a": same_seen})
-    assert held["namespace"] == "team-a" and held["tag"] == "team-a/A"
-    assert not other_seen["get_actor"]["found"], "team-b must not see team-a's actor"
-    assert error_is(other_seen["get_actor"], "ValueError"), other_seen
-    assert other_seen["create"] == {"ok": True, "tag": "team-b/B"}, other_seen
-    assert {"team-a/shared", "team-b/shared"} <= set(
-        other_seen["list_named_actors(all_namespaces=True)"]
-    )
-    assert same_seen["get_actor"] == {"found": True, "tag": "team-a/A"}, same_seen
-    assert not same_seen["create"]["ok"], "a second 'shared' in team-a must be refused"
-    assert same_seen["create"]["error"]["type"] == "ActorAlreadyExistsError", same_seen
-    assert "ValueError" in same_seen["create"]["error"]["bases"]
+    experiment.judge(namespaces_isolate_names(held, other_seen, same_seen))
 
     # TENANT-02: the first driver exits; the second looks.
     left = cluster.run("workloads.tenancy:leave_actors").result()
     after = cluster.run("workloads.tenancy:after_driver_exit").result()
     record(experiment, "TENANT-02", {"driver 1": left, "driver 2": after})
-    assert left["cpu_available"] == left["cpu_total"] - 2 == 6, left
-    plain = [s for s in after["states"] if s["name"] == "plain"]
-    assert [s["state"] for s in plain] == ["DEAD"], after["states"]
-    assert after["plain_lookup"] == "ValueError", "a dead non-detached actor's name is gone"
-    assert after["keeper_alive_on"] == left["keeper_node"], "the detached actor lives on"
-    assert after["cpu_available_before_kill"] == after["cpu_total"] - 1 == 7, (
-        "the detached actor keeps holding its CPU"
-    )
-    assert after["after_kill"]["available"] == after["after_kill"]["total"] == 8
-    keeper = [s for s in after["states_after_kill"] if s["name"] == "keeper"]
-    assert [s["state"] for s in keeper] == ["DEAD"], after["states_after_kill"]
-    assert "RAY_KILL" in (keeper[0]["death_cause"] or ""), keeper
+    experiment.judge(driver_exit_spares_detached(left, after))
 
     # TENANT-03: a placement group holding every CPU.
     pg = cluster.run("workloads.tenancy:pg_reservation", wait_s=6, retriable=False).result()
     record(experiment, "TENANT-03", pg)
-    assert pg["cpu_available_with_pg"] == 0 and pg["cpu_total"] == 8, pg
-    assert not pg["outside_ran_while_pg"], "work outside the PG must not use its CPUs"
-    assert "PENDING_NODE_ASSIGNMENT" in pg["outside_states"], pg["outside_states"]
-    assert any("{'CPU': 1.0}" in line for line in pg["pending_demands"]), pg["pending_demands"]
-    assert "outside_after_remove_s" in pg, f"the outside task runs after removal: {pg}"
-    actor_call = pg["actor_call"]
-    assert not actor_call["ok"] and actor_call["error"]["type"] == "ActorDiedError", actor_call
-    assert "placement group was removed" in actor_call["error"]["message"]
-    task = pg["inside_task max_retries=0"]
-    assert not task["ok"] and task["error"]["type"] == "WorkerCrashedError", task
-    assert pg["after"]["available"] == pg["after"]["total"] == 8
-    assert pg["pg_resources_left"] == []
+    experiment.judge(group_reserves_until_removed(pg))
 
 
 @pytest.mark.claim("TENANT-03")
@@ -143,30 +100,25 @@ def test_retriable_task_in_a_removed_placement_group_is_killed(experiment: Exper
         timeout=RETRY_WATCH_S + 300,
     ).result()
     record(experiment, "TENANT-03 retriable task", pg)
-    task = pg["inside_task max_retries=0"]
-    assert not task["ok"] and task["error"]["type"] == "WorkerCrashedError", task
-    outcome = pg["inside_task default retries"]
-    experiment.measure("retriable task: watched after removal (s)", outcome["seconds"])
-    if outcome["ok"] or outcome["error"]["type"] != "GetTimeoutError":
-        assert not outcome["ok"], f"the task must be killed with the group: {outcome}"
-        return  # the documented outcome: the caller got the task's error
-    # The caller got nothing within the watch: prove it is the finding, not something else.
-    attempts = sorted(pg["inside_task_states"]["retriable"], key=lambda r: r["attempt"])
-    experiment.measure("retriable task: attempts after the watch", attempts)
-    killed = [a for a in attempts[:-1] if a["state"] == "FAILED"]
-    # ray.get(timeout=RETRY_WATCH_S) raised GetTimeoutError: its clock starts after the
-    # workload's (``seconds`` is measured around the call), so the whole watch was held.
-    assert outcome["seconds"] >= RETRY_WATCH_S, outcome
-    assert killed and killed[0]["error_type"] == "WORKER_DIED", attempts
-    assert attempts and attempts[-1]["state"] == "PENDING_NODE_ASSIGNMENT", attempts
-    pending = pg["while_retry_pending"]
-    assert pending["pg_resources"] == [], pending
-    assert pending["cpu"]["available"] == pending["cpu"]["total"], pending
-    raise RetriedTaskOutlivesRemovedGroup(
-        f"after remove_placement_group the retriable task's attempt {attempts[-1]['attempt']} "
-        f"was still PENDING_NODE_ASSIGNMENT {outcome['seconds']} s later (attempt 0: FAILED "
-        f"WORKER_DIED); ray.get raised GetTimeoutError; no _group_ resource was left"
-    )
+    experiment.judge(removal_ends_retriable_task(pg))
+
+
+def spill_record(store: StoreRun) -> dict[str, Any]:
+    """What TENANT-04's run spilled, by owner and by the raylets' count, for the report."""
+    a, b = store.a, store.b
+    spilled = store.spilled()
+    return {
+        "A put": a["put"],
+        "A readable": a["readable"],
+        "B rounds": b["rounds"],
+        "B failures": b["failures"],
+        "B slowest round (s)": b["max_round_s"],
+        "jobs": {"A": a["job_id"], "B": b["job_id"]},
+        "spilled objects by owner": {t: len(objs) for t, objs in spilled.items()},
+        "spilled MiB by owner": store.spilled_mib(),
+        "store: Spilled MiB (ray memory; A's reading, B's)": store.readings(),
+        "B objects": b["objects"],
+    }
 
 
 @pytest.mark.claim("TENANT-04", "TENANT-05", "ADVICE-03")
@@ -185,80 +137,26 @@ def test_store_pressure_and_jobs_api_resources(experiment: Experiment) -> None:
     a = cluster.run(
         "workloads.tenancy:store_tenant_a", total_mb=300, size_mb=20, timeout=240
     ).result()
-    b = tenant_b.result()
+    store = StoreRun(a, tenant_b.result())
     record(experiment, "TENANT-04 ray memory --stats-only (after A)", a["stats"])
-    # Spills attributed by owner: each tenant's driver owns its objects and records whether
-    # each was ever spilled; every object's id carries the job that created it.
-    spilled = {
-        tenant: [o for o in seen["objects"] if o["did_spill"]]
-        for tenant, seen in (("A", a), ("B", b))
-    }
-    spilled_mib = {
-        t: round(sum(o["size"] or 0 for o in objs) / MIB, 1) for t, objs in spilled.items()
-    }
-    owner_bytes = sum(o["size"] or 0 for objs in spilled.values() for o in objs)
-    # The raylets' spill count only grows; each tenant read it after taking its own report
-    # (A after its reads, B after its report), so the larger reading, the later one, follows
-    # both reports.
-    readings = [spilled_mib_of(seen["stats"]) for seen in (a, b)]
-    store_mib = max((r for r in readings if r is not None), default=None)
-    record(
-        experiment,
-        "TENANT-04",
-        {
-            "A put": a["put"],
-            "A readable": a["readable"],
-            "B rounds": b["rounds"],
-            "B failures": b["failures"],
-            "B slowest round (s)": b["max_round_s"],
-            "jobs": {"A": a["job_id"], "B": b["job_id"]},
-            "spilled objects by owner": {t: len(objs) for t, objs in spilled.items()},
-            "spilled MiB by owner": spilled_mib,
-            "store: Spilled MiB (ray memory; A's reading, B's)": readings,
-            "B objects": b["objects"],
-        },
-    )
+    record(experiment, "TENANT-04", spill_record(store))
+    spilled = store.spilled()
     experiment.measure("TENANT-04 spilled objects (A, B)", [len(spilled["A"]), len(spilled["B"])])
-    assert a["errors"] == [] and a["put"] == a["readable"] == 15, a
-    assert b["rounds"] >= 5 and b["failures"] == [], b
-    assert a["job_id"] != b["job_id"], "the tenants must be two jobs"
-    for seen in (a, b):
-        assert {o["job_id"] for o in seen["objects"]} == {seen["job_id"]}, seen["objects"]
-    assert spilled["A"], f"A's overflow beyond the 100 MiB store must spill: {a['objects']}"
-    # The raylets' own count covers what the owners say was spilled, exactly: a raylet adds
-    # each object's size to ``spilled_bytes_total`` as it spills it (local_object_manager.cc,
-    # the plasma object's data + metadata), the size the owner records for a put
-    # (core_worker.cc, ``AddOwnedObject`` with ``data_size + metadata->Size()``), and ``ray
-    # memory`` prints the total in whole MiB, rounded down (``_private/internal_api.py``
-    # ``store_stats_summary``). Measured: 290-330 MiB against the owners' 250-290 (4 runs,
-    # data/tenant.json; once equal).
-    assert all(o["size"] for objs in spilled.values() for o in objs), spilled
-    assert store_mib is not None and store_mib >= owner_bytes // MIB, (
-        f"the raylets spilled {store_mib} MiB (readings {readings}); the owners report "
-        f"{owner_bytes} bytes spilled ({spilled_mib} MiB)"
-    )
+    tenant04 = tenants_share_the_store(store)
     # The fault is A's pressure on B: proven only when some of B's objects left memory (B's
     # puts are primary copies, so Ray spills them; it never evicts them). Otherwise nothing was
-    # judged: inconclusive, not passed. B's reads then show its tasks still finish.
-    if not spilled["B"]:
+    # judged: inconclusive, not passed. B's reads then show its tasks still finish. (A failed
+    # verdict is Ray's whether or not the pressure reached B: it is raised first.)
+    if tenant04.held and not spilled["B"]:
         raise FaultNotObserved(
             f"none of tenant B's objects was spilled while A put {a['put']} objects into the "
-            f"shared store (spilled by owner: {spilled_mib}): the pressure never reached B",
+            f"shared store (spilled by owner: {store.spilled_mib()}): the pressure never reached B",
             hint="give A more to put (total_mb) or B a longer read loop",
         )
+    experiment.judge(tenant04)
 
     # TENANT-05 / ADVICE-03: the Jobs API.
     jobs = cluster.run("workloads.tenancy:jobs_api", pending_s=10, timeout=500).result()
     record(experiment, "TENANT-05", jobs)
-    capped = jobs["entrypoint_resources special + entrypoint_num_cpus=1"]
-    assert capped["status"] == "SUCCEEDED" and capped["entry_node"] == "head", capped
-    assert capped["peak_concurrency"] > 1, "entrypoint_num_cpus must not cap the job's tasks"
-    on_worker = jobs["entrypoint_resources only_worker"]
-    assert on_worker["status"] == "SUCCEEDED" and on_worker["entry_node"] == "worker", on_worker
-    nowhere = jobs["entrypoint_resources nobody_has_this"]
-    assert nowhere["status"] == "PENDING", nowhere
-    assert "waiting for resources" in nowhere["message"], nowhere
-    assert any("nobody_has_this" in line for line in nowhere["pending_demands"]), nowhere
-    quota = jobs["max_resources"]
-    assert not quota["accepted"] and quota["error"]["type"] == "TypeError", quota
-    assert "max_resources" in quota["error"]["message"]
+    experiment.judge(entrypoints_placed_not_capped(jobs))
+    experiment.judge(jobs_api_refuses_a_quota(jobs["max_resources"]))
