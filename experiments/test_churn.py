@@ -19,12 +19,10 @@ from chaos.testing import (
     FAST_HEALTH_CHECKS,
     IDLE_TERMINATION,
     PREEMPTED_MESSAGE,
-    RPC_PROBE,
     RPC_PROBE_S,
     ChaosError,
     Churn,
     Experiment,
-    FaultNotObserved,
     Kind,
     Schedule,
     Source,
@@ -41,6 +39,7 @@ from .verdicts.churn import (
     preemption_is_free,
     recorded_as_preemption,
 )
+from .verdicts.steady_churn import JUDGES, LANES, SteadyRun, held_first, proofs
 
 #: Three workers of 3 CPUs: the spot node holds two actors and a task (one CPU each), and
 #: after the two strikes one node is left for all of them.
@@ -77,12 +76,6 @@ KINDS = ("kill_node", "kill_raylet", "kill_worker", "preempt")
 COVER = ("rpc_failure", "kill_node")
 #: Retried tasks an ``rpc_failure`` strike's driver runs (``workloads.churn:rpc_probe``).
 RPC_CALLS = 4
-#: The steady workload's lanes (``workloads.churn:steady``), each judged exactly, and the
-#: claim each lane's verdict is.
-LANES = ("tasks", "actor calls", "generator items", "borrowed objects")
-CLAIM_OF = dict(zip(LANES, ("CHURN-01", "CHURN-02", "CHURN-09", "CHURN-10"), strict=True))
-#: A retry whose failed attempt Ray's memory monitor killed is no strike's doing.
-NOT_STRUCK = ("OUT_OF_MEMORY",)
 #: Throughput is sampled this long before the first strike and after the last replacement:
 #: ten of the workload's 1 s reports (load_second). Throughput is measured, never judged, so
 #: the window only sets how many samples each mean has.
@@ -303,16 +296,7 @@ def test_steady_work_under_a_seeded_killer(
     )
     experiment.measure("CHURN tallies", {k: seen[k] for k in ("sent", "completed", "errors")})
     probes = _rpc_outcomes(experiment, churn)
-    for lane in LANES:
-        phases = {
-            "before": _per_second(run, lane, warm, churn.started_at),
-            "during": _per_second(run, lane, churn.started_at, ended),
-            "after": _per_second(run, lane, ended, time.time()),
-        }
-        for phase, values in phases.items():
-            experiment.measure(
-                f"CHURN {lane}/s {phase}", round(statistics.fmean(values), 2) if values else None
-            )
+    _measure_throughput(experiment, run, (warm, churn.started_at, ended))
     twice = {k: n for k, n in seen["executed"].items() if n > 1}
     experiment.measure("CHURN-02 calls executed more than once", twice)
 
@@ -325,56 +309,31 @@ def test_steady_work_under_a_seeded_killer(
     experiment.measure("CHURN anchors on each struck node", _anchors_at_strikes(experiment, seen))
     experiment.measure("CHURN where each lane was hit", _where(cluster, hits))
     experiment.measure("CHURN what the strikes did to each lane", _without_spans(hits))
-    hit = {
-        "tasks": _struck_retries(hits["tasks"]["parents"])
-        + _struck_retries(hits["tasks"]["children"]),
-        "actor calls": sum(int(a.get("num_restarts") or 0) for a in hits["actor calls"]["actors"]),
-        "generator items": _struck_retries(hits["generator items"]["generators"]),
-        "borrowed objects": int(hits["borrowed objects"]["makers"]["rebuilt"]),
-    }
-    proof = {
-        "tasks": f"{len(landed)} container strikes landed, {hit['tasks']} nested tasks retried",
-        "actor calls": f"the actors restarted {hit['actor calls']} times",
-        "generator items": f"{hit['generator items']} streaming generators re-executed",
-        "borrowed objects": f"{hit['borrowed objects']} lent objects rebuilt from lineage",
-    }
-    experiment.measure("CHURN lanes hit", {lane: proof[lane] for lane in LANES})
-    if not landed:
-        hit["tasks"] = 0  # only the rpc_failure strike landed: no container fault at all
+    steady = SteadyRun(raychaos_seed, seen, len(landed), probes)
+    experiment.measure("CHURN lanes hit", proofs(steady))
 
-    # Per claim: its lane's outcome exact, then its lane hit; a claim that held is recorded
-    # before any other claim's verdict can end the test.
-    failed: list[str] = []
-    unhit: list[str] = []
+    # Per claim: its lane's outcome exact, then its lane hit; the claims that held are
+    # recorded before any other claim's verdict can end the test.
+    for judged in held_first(judge(steady) for judge in JUDGES):
+        experiment.judge(judged)
+
+
+def _measure_throughput(
+    experiment: Experiment, run: WorkloadRun, times: tuple[float, float, float]
+) -> None:
+    """Each lane's mean completions per second before the churn (from ``warm``), during it
+    and after it, up to now: measured, never judged."""
+    warm, started, ended = times
     for lane in LANES:
-        problems = _lane_problems(seen, lane)
-        if lane == "tasks":
-            problems += _probe_problems(probes)
-        if problems:
-            failed.append(f"{CLAIM_OF[lane]} ({lane}): " + "; ".join(problems))
-        elif hit[lane] <= 0:
-            unhit.append(f"{CLAIM_OF[lane]} ({lane}: {proof[lane]})")
-        else:
-            experiment.held(
-                CLAIM_OF[lane],
-                f"every {lane[:-1] if lane.endswith('s') else lane} came back exact; {proof[lane]}",
+        phases = {
+            "before": _per_second(run, lane, warm, started),
+            "during": _per_second(run, lane, started, ended),
+            "after": _per_second(run, lane, ended, time.time()),
+        }
+        for phase, values in phases.items():
+            experiment.measure(
+                f"CHURN {lane}/s {phase}", round(statistics.fmean(values), 2) if values else None
             )
-    if failed:
-        raise AssertionError(" | ".join(failed))
-    if unhit:
-        raise FaultNotObserved(
-            f"no strike of seed {raychaos_seed}'s schedule reached these lanes: "
-            + ", ".join(unhit),
-            hint="their claims are inconclusive in this run; see the strikes and "
-            "'CHURN what the strikes did to each lane' in the evidence",
-        )
-
-
-def _struck_retries(attempts: dict[str, Any]) -> int:
-    """Re-executions (``workloads.churn._attempts``: retries by the failed attempt's error,
-    and rebuilds) that a strike could cause."""
-    causes = attempts.get("causes") or {}
-    return sum(int(n) for cause, n in causes.items() if cause not in NOT_STRUCK)
 
 
 #: The faults whose inject event names the Ray node a strike took (kill, raylet kill, the
@@ -458,38 +417,6 @@ def _where(cluster: Any, hits: dict[str, Any]) -> dict[str, dict[str, int]]:
             for node_id, n in counts["where"].items():
                 into[name(node_id)] = into.get(name(node_id), 0) + int(n)
     return found
-
-
-def _lane_problems(seen: dict[str, Any], lane: str) -> list[str]:
-    """How ``lane``'s outcome departs from the exact one: it gave up, a value came back
-    wrong, an item never came back; for the actor calls, a call not logged as executed."""
-    problems = [f"gave up: {e}" for e in seen["errors"] if e.get("lane") == lane]
-    if seen["wrong"][lane]:
-        problems.append(f"wrong values: {seen['wrong'][lane][:20]}")
-    if seen["completed"][lane] != seen["sent"][lane]:
-        problems.append(f"{seen['completed'][lane]} of {seen['sent'][lane]} came back")
-    if lane == "actor calls" and len(seen["executed"]) != seen["completed"][lane]:
-        problems.append(
-            f"every numbered call runs at least once: {len(seen['executed'])} of "
-            f"{seen['completed'][lane]} logged"
-        )
-    return problems
-
-
-def _probe_problems(probes: list[dict[str, Any]]) -> list[str]:
-    """How each ``rpc_failure`` driver departs from CHURN-01's outcome."""
-    problems = []
-    for probe in probes:
-        tag, calls = probe["tag"], probe["calls"]
-        if probe["error"] is not None:
-            problems.append(f"{tag}: the driver whose pushes failed gave up: {probe}")
-        elif probe["values"] != [f"{tag}:{i}" for i in range(calls)]:
-            problems.append(f"{tag}: wrong values: {probe}")
-        elif probe["injected"] != RPC_PROBE.num_failures:
-            problems.append(
-                f"{tag}: Ray must log {RPC_PROBE.num_failures} injected push failures: {probe}"
-            )
-    return problems
 
 
 def _rpc_outcomes(experiment: Experiment, churn: Churn) -> list[dict[str, Any]]:

@@ -126,9 +126,6 @@ LONG_MODULES = {
 }
 LONG_FUNCTIONS = {
     "chaos/report/timeline.py:figure",
-    "experiments/test_churn.py:test_steady_work_under_a_seeded_killer",
-    "experiments/test_pending.py:test_pending_requests_wait_and_app_errors_do_not",
-    "experiments/test_tenancy.py:test_store_pressure_and_jobs_api_resources",
     "experiments/workloads/churn.py:preemption",
     "experiments/workloads/churn.py:steady",
     "experiments/workloads/gcs.py:gcs_outage",
