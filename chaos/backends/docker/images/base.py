@@ -27,7 +27,7 @@ from chaos.errors import ImageBuildError
 from chaos.resources import fixtures_path
 
 if TYPE_CHECKING:
-    from chaos.backends.docker.images.builder import ImageBuilder
+    from chaos.backends.docker.images.steps import ImageSteps
 
 #: debootstrap --variant=minbase plus base-packages.txt (177 MB installed, well under 100 MB of
 #: .debs, then dpkg): under 7 min of download at 256 KB/s, plus minutes of dpkg on a slow disk.
@@ -36,7 +36,7 @@ DEBOOTSTRAP_TIMEOUT_S = 1200.0
 TAR_TIMEOUT_S = 300.0
 
 
-def ensure_base(builder: ImageBuilder, python: str = DEBIAN_PYTHON) -> str:
+def ensure_base(builder: ImageSteps, python: str = DEBIAN_PYTHON) -> str:
     """The base image tag: the configured one if usable, else a Debian one made offline."""
     configured = builder.settings.base_image
     if configured:
@@ -52,7 +52,7 @@ def ensure_base(builder: ImageBuilder, python: str = DEBIAN_PYTHON) -> str:
     return _debian_base(builder)
 
 
-def present_base(builder: ImageBuilder, python: str = DEBIAN_PYTHON) -> str | None:
+def present_base(builder: ImageSteps, python: str = DEBIAN_PYTHON) -> str | None:
     """The base image :func:`ensure_base` would use, if it is on ``builder``'s engine already
     (None: it would pull or make one)."""
     configured = builder.settings.base_image
@@ -83,7 +83,7 @@ def debian_base_tag() -> str:
     return f"raychaos/base:{DEBIAN_SUITE}-{recipe}"
 
 
-def _debian_base(builder: ImageBuilder) -> str:
+def _debian_base(builder: ImageSteps) -> str:
     packages = base_packages()
     tag = debian_base_tag()
     if builder.present(tag):

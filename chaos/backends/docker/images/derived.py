@@ -31,7 +31,7 @@ from chaos.resources import fixtures_path
 from chaos.spec.image_contract import ImageProbe
 
 if TYPE_CHECKING:
-    from chaos.backends.docker.images.builder import ImageBuilder
+    from chaos.backends.docker.images.steps import ImageSteps
 
 REPOSITORY = "raychaos/node"
 PROBE_FILE = "/raychaos/probe.json"
@@ -48,7 +48,7 @@ def recipe(base_id: str) -> str:
 
 
 def derive(
-    builder: ImageBuilder, image: str, container_labels: Mapping[str, str]
+    builder: ImageSteps, image: str, container_labels: Mapping[str, str]
 ) -> ImageProbe | None:
     """The node image derived from ``image`` (built on first use) and what its probe found;
     None for an image raychaos built itself (it is a node image already).
@@ -87,7 +87,7 @@ def _context_files() -> list[Path]:
     ]
 
 
-def _build(builder: ImageBuilder, image: str, tag: str, wanted: str) -> None:
+def _build(builder: ImageSteps, image: str, tag: str, wanted: str) -> None:
     context = Path(tempfile.mkdtemp(prefix="raychaos-derive-", dir=builder.settings.cache_dir))
     try:
         for item in _context_files():
@@ -120,7 +120,7 @@ def _explained(image: str, exc: ImageBuildError) -> ImageBuildError:
 
 
 def _read_probe(
-    builder: ImageBuilder, tag: str, container_labels: Mapping[str, str]
+    builder: ImageSteps, tag: str, container_labels: Mapping[str, str]
 ) -> dict[str, object]:
     """``/raychaos/probe.json`` of ``tag``, read from a created (never started) container."""
     container = call(

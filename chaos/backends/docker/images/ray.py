@@ -19,7 +19,7 @@ from chaos.resources import fixtures_path
 from chaos.spec import releases
 
 if TYPE_CHECKING:
-    from chaos.backends.docker.images.builder import ImageBuilder
+    from chaos.backends.docker.images.steps import ImageSteps
 
 
 def ray_recipe(ray_version: str, python: str, base_id: str, wheel: releases.RayWheel | None) -> str:
@@ -31,7 +31,7 @@ def ray_recipe(ray_version: str, python: str, base_id: str, wheel: releases.RayW
 
 
 def build_ray_image(
-    builder: ImageBuilder,
+    builder: ImageSteps,
     tag: str,
     base: str,
     wheels: Path,

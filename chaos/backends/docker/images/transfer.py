@@ -20,7 +20,7 @@ from chaos.errors import ChaosError, ImageBuildError
 if TYPE_CHECKING:
     import docker
 
-    from chaos.backends.docker.images.builder import ImageBuilder
+    from chaos.backends.docker.images.steps import ImageSteps
 
 #: Carrying an image from one engine to another (``docker save`` streamed into ``docker
 #: load`` through this host): the Ray image and its base are ~1.5 GB, 30 min is ~1 MB/s.
@@ -32,7 +32,7 @@ TRANSFER_CHUNK = 1 << 20
 TRANSFER_REPORT_EVERY = 256 << 20
 
 
-def carry_from_donors(builder: ImageBuilder, tag: str, ray_version: str, python: str) -> bool:
+def carry_from_donors(builder: ImageSteps, tag: str, ray_version: str, python: str) -> bool:
     """Load ``tag`` (Ray ``ray_version`` on ``python``) and its base into ``builder``'s engine
     from another engine of the run that has both, current, unless this engine has it current
     already; True when carried.
