@@ -4,7 +4,7 @@ controller's log, deployments (the verdicts over what they record: ``verdicts.se
 Every experiment deploys its applications from a workload on the node hosting the drivers
 (the driver node where the head is struck, else the head: ``workloads.serve``), with the
 proxies on ``0.0.0.0:8000`` on each node that hosts a replica and on the head. Where traffic
-matters, a second workload there is the client (``workloads.serve:load``): plain HTTP to
+matters, a second workload there is the client (``workloads.serve_load:load``): plain HTTP to
 chosen proxies, two threads per proxy, one request at a time with a timeout; it reports every
 success's completion time and who answered, every failure's send and end times and error, and
 one ``load_second`` event a second. Replica, proxy and controller actors are found through
@@ -52,7 +52,7 @@ PROXY_PERIOD_S = 2.0
 #: (``deployment_state.py``, ``ActorReplicaWrapper._should_start_new_health_check``); a
 #: proxy's is not randomized (``proxy_state.py``, ``ProxyState._reconcile_internal``).
 JITTER = 1.1
-#: The client's request timeout (``workloads.serve:load``). 2 s was too short on a shared
+#: The client's request timeout (``workloads.serve_load:load``). 2 s was too short on a shared
 #: 2-core host: at load average 40-80 two unrelated clusters' clients timed out in the same
 #: seconds (docs/evidence/serve.md, run 4): a host stall, not Serve. 5 s was too short while
 #: a head container booted beside three other clusters (run 7): 10 s.
@@ -112,7 +112,7 @@ def first_alive(
 
 def start_load(experiment: Experiment, targets: list[str], stop: str = "load_stop") -> WorkloadRun:
     run = experiment.cluster.run(
-        "workloads.serve:load",
+        "workloads.serve_load:load",
         targets=targets,
         timeout_s=REQUEST_TIMEOUT_S,
         stop_signal=stop,

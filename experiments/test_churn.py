@@ -3,7 +3,7 @@
 Knobs shortened: health checks (FAST_HEALTH_CHECKS), so a killed node is DEAD in seconds; the
 drain deadline is DEADLINE_S (a cloud gives 30 s to 2 min; Ray only reads the deadline when it
 records the death, so a shorter one changes nothing else).
-Workloads: ``workloads.churn``.
+Workloads: ``workloads.preemption`` (the spot node) and ``workloads.churn`` (steady churn).
 """
 
 from __future__ import annotations
@@ -143,7 +143,7 @@ def test_a_preempted_spot_node(experiment: Experiment, end: str) -> None:
     a second, plain kill of where they went is survived with max_retries=1, max_restarts=1."""
     cluster, nemesis = experiment.cluster, experiment.nemesis
     victim = "worker-1"
-    run = cluster.run("workloads.churn:preemption", victim=victim, probe_s=PROBE_S, timeout=900)
+    run = cluster.run("workloads.preemption:preemption", victim=victim, probe_s=PROBE_S, timeout=900)
     placed = run.wait_for("placed", timeout=180)[0]
     victim_id = placed.get("victim_id")
     assert victim_id == cluster.node(victim).node_id, placed.fields

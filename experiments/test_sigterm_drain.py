@@ -8,7 +8,7 @@ work, its running work may finish, and it ends as soon as its raylet is idle, or
 the evidence). Before 2.57.0 the same signal ended every process at once.
 
 Our nodes run ``ray start`` without ``--block`` (a raylet may then die alone); the two nodes
-here ask for it. Workloads: ``workloads.churn:sigterm``.
+here ask for it. Workloads: ``workloads.preemption:sigterm``.
 
 Not judged: how the GCS records the death of a node that was still busy at the timeout. The
 handler ends the raylet (SIGTERM) the moment its monotonic deadline passes; the raylet records
@@ -63,7 +63,7 @@ def test_a_sigterm_drains_a_blocking_node_before_it_ends(experiment: Experiment)
     timeout, its death recorded as the preemption drain with Ray's SIGTERM message; the busy
     node ends at the timeout, its actor with it."""
     cluster, nemesis = experiment.cluster, experiment.nemesis
-    run = cluster.run("workloads.churn:sigterm", task_s=TASK_S, timeout=600)
+    run = cluster.run("workloads.preemption:sigterm", task_s=TASK_S, timeout=600)
     placed = run.wait_for("placed", timeout=180)[0]
     ids = placed.get("ids")
     if placed.get("actor") != ids["busy"] or placed.get("task") != ids["quiet"]:

@@ -1,5 +1,5 @@
 """CHURN-03, CHURN-04, CHURN-05 as pure verdicts: one spot node's life, as
-``workloads.churn:preemption`` and the drain replies recorded it.
+``workloads.preemption:preemption`` and the drain replies recorded it.
 
 The record: the idle-termination drain's reply; the probes sent while the node drained
 (a soft and a hard affinity task, a new actor, a placement group only it could hold, and the

@@ -1,6 +1,6 @@
 """What every SERVE verdict reads: the HTTP client's record and the controller's clocks.
 
-The client (``workloads.serve:load``) reports per proxy the completion time of every answer
+The client (``workloads.serve_load:load``) reports per proxy the completion time of every answer
 (``ok_at``) and every failure's ``sent``/``done`` times; the controller's own log lines are
 rows ``{"t", "rule", "groups", "line"}`` (``workloads.serve:logged`` on the head). The
 tolerances below come from Serve's source and measurements.

@@ -1,5 +1,5 @@
 """CHURN-08 as a pure verdict: two blocking ``ray start`` processes (a pod's PID 1) stopped
-with SIGTERM, as ``workloads.churn:sigterm`` and the strikes recorded it.
+with SIGTERM, as ``workloads.preemption:sigterm`` and the strikes recorded it.
 
 The record: for each node (``quiet``: a task that outlasts the signal; ``busy``: an actor
 call that never ends), when its SIGTERM was sent, whether the GCS was seen listing it as

@@ -43,7 +43,7 @@ class SteadyRun:
 
 
 def _struck_retries(attempts: Mapping[str, Any]) -> int:
-    """Re-executions (``workloads.churn._attempts``: retries by the failed attempt's error,
+    """Re-executions (``workloads.lanes.attempts``: retries by the failed attempt's error,
     and rebuilds) that a strike could cause."""
     causes = attempts.get("causes") or {}
     return sum(int(n) for cause, n in causes.items() if cause not in NOT_STRUCK)

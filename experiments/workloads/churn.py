@@ -1,6 +1,7 @@
-"""Production churn workloads (CHURN-*): a preempted spot node, and the steady-state work Ray's
-nightly chaos tests keep running while a killer strikes (nested retried tasks, restartable
-actors with sequence numbers), each judged exactly by the host.
+"""Steady-state work under a seeded killer (CHURN-01/02/09/10), as Ray's nightly chaos tests
+keep running it: nested retried tasks, restartable actors with sequence numbers, streaming
+generators and borrowed objects, each lane judged exactly by the host; and the driver an
+``rpc_failure`` strike starts (``rpc_probe``).
 
 Exceptions under test come back as data (``describe``), as in ``workloads.tasks``.
 """
@@ -10,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import re
 import time
 from collections.abc import Callable
 from typing import Any
@@ -20,316 +20,18 @@ from raychaos_agent import (
     SIGNALS,
     emit,
     node_id,
-    node_id_of,
     nodes,
     pin,
     until,
-    wait_signal,
 )
 
+from workloads.lanes import attempts, resubmitted
+from workloads.preemption import actor_row, affinity
 from workloads.tasks import (
     connect,
     describe,
-    log_stamp,
-    make_tally,
     name_of,
-    node_record,
-    outcome_of,
-    owner_log,
-    task_attempts,
 )
-
-
-@ray.remote
-class Holder:
-    """An actor that says where it runs (its node and process)."""
-
-    def where(self) -> dict[str, Any]:
-        return {"node_id": node_id(), "pid": os.getpid(), "t": time.time()}
-
-    def hold(self, seconds: float) -> dict[str, Any]:
-        time.sleep(seconds)
-        return self.where()
-
-
-@ray.remote
-def _where() -> dict[str, Any]:
-    return {"node_id": node_id(), "pid": os.getpid(), "t": time.time()}
-
-
-@ray.remote
-def _held(tally: Any, key: str, strikes: int, hold_s: float) -> dict[str, Any]:
-    """Holds through its first ``strikes`` executions (each waits to be struck), then returns."""
-    n = ray.get(tally.hit.remote(key, node_id(), os.getpid()))
-    if n <= strikes:
-        time.sleep(hold_s)
-    return {"execution": n, "node_id": node_id(), "pid": os.getpid(), "t": time.time()}
-
-
-def _affinity(nid: str, soft: bool) -> Any:
-    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
-
-    return NodeAffinitySchedulingStrategy(node_id=nid, soft=soft)
-
-
-def _executions(tally: Any, key: str, count: int, wait_s: float) -> list[dict[str, Any]]:
-    hits = until(lambda: ray.get(tally.get.remote(key)), lambda h: len(h) >= count, wait_s)
-    if len(hits) < count:
-        raise RuntimeError(f"{key}: {len(hits)} executions after {wait_s} s, expected {count}")
-    return list(hits)
-
-
-def _actor_row(actor: Any) -> dict[str, Any]:
-    from ray.util.state import get_actor
-
-    row = get_actor(actor._actor_id.hex(), timeout=20)
-    data = row.__dict__ if hasattr(row, "__dict__") else dict(row or {})
-    keep = ("state", "num_restarts", "num_restarts_due_to_node_preemption", "node_id")
-    return {k: data.get(k) for k in keep}
-
-
-def _state_message(nid: str) -> Any:
-    from ray.util.state import list_nodes
-
-    rows = list_nodes(
-        filters=[("node_id", "=", nid)],
-        detail=True,
-        timeout=20,
-        limit=10000,
-        raise_on_missing_output=False,
-    )
-    return [
-        {"state": r.state, "state_message": r.state_message, "end_time_ms": r.end_time_ms}
-        for r in rows
-    ]
-
-
-def _group_on(victim: str, wait_s: float) -> dict[str, Any]:
-    """A one-bundle placement group only ``victim`` may hold (a label selector on its name; a
-    bundle of 1 MiB of logical memory, which it has free): placed within ``wait_s`` or not,
-    where, and its state; removed after."""
-    from ray.util.placement_group import (
-        placement_group,
-        placement_group_table,
-        remove_placement_group,
-    )
-
-    group = placement_group(
-        [{"memory": 1024**2}], bundle_label_selector=[{"raychaos/node": victim}]
-    )
-    started = time.time()
-    ready, _ = ray.wait([group.ready()], timeout=wait_s)
-    table = placement_group_table(group)
-    remove_placement_group(group)
-    return {
-        "ready": bool(ready),
-        "s": round(time.time() - started, 2),
-        "state": table.get("state"),
-        "node_id": (table.get("bundles_to_node_id") or {}).get(0),
-    }
-
-
-#: The owner's log lines that order its retry decision (``task_manager.cc``: "Task attempt
-#: <id> failed with error <type>") against the GCS's notice of the node's death
-#: (``accessor.cc``: "Received address and liveness notification for node, IsAlive = 0").
-_FAILED = re.compile(r"Task attempt (\w+) failed with error (\w+)")
-
-
-def owner_order(victim_id: str, task_id: str) -> dict[str, Any]:
-    """What reached this driver, the task's owner, first (its log's order): the GCS's notice
-    that ``victim_id`` is dead, or the failure of the task's first attempt, which is where the
-    owner decides whether the retry is free (``TaskManager::RetryTaskIfPossible`` reads the
-    death from the same node cache that notice fills)."""
-    path = owner_log()
-    lines: list[str] = []
-    if path:
-        with open(path, errors="replace") as log:
-            lines = log.read().splitlines()
-    death = next((i for i, x in enumerate(lines) if victim_id in x and "IsAlive = 0" in x), None)
-    failed = next(
-        (i for i, x in enumerate(lines) if (m := _FAILED.search(x)) and m[1] == task_id), None
-    )
-    death_line = lines[death] if death is not None else None
-    failed_line = lines[failed] if failed is not None else None
-    t_death, t_failed = log_stamp(death_line), log_stamp(failed_line)
-    error = _FAILED.search(failed_line or "")
-    return {
-        "log": path,
-        # Both seen, in this order (a missing line decides nothing).
-        "death_first": death is not None and failed is not None and death < failed,
-        "failure_first": death is not None and failed is not None and failed < death,
-        "error": error[2] if error else None,
-        "death_to_failure_s": (
-            round(t_failed - t_death, 3) if t_death is not None and t_failed is not None else None
-        ),
-        "free_logged": any(task_id in x and "not counting against retries" in x for x in lines),
-        "death_line": (death_line or "")[:240],
-        "failure_line": (failed_line or "")[:240],
-    }
-
-
-def preemption(
-    victim: str = "worker-1", probe_s: float = 15.0, wait_s: float = 180.0, group_s: float = 5.0
-) -> dict:
-    """CHURN-03/04/05 on one spot node, in the host's rhythm (events → host, signals → here).
-
-    1. ``placed``: on ``victim``, an actor that keeps it busy (``busy``, 1 CPU, no restarts),
-       a restartable actor (``counter``: ``max_restarts=1``) and a task that holds through two
-       strikes (``task``: ``max_retries=1``), both soft-pinned; and a control: a 0-CPU task
-       soft-pinned and one hard-pinned to ``victim`` run there.
-    2. signal ``drained`` (the host drained ``victim``): the same two probes and a 0-CPU actor
-       soft-pinned to it, bounded by ``probe_s`` → ``during_drain``.
-    3. signal ``preempted`` (the host killed ``victim`` after the deadline): ``busy``'s call
-       (its error is the preemption's), ``counter`` answering again, ``task``'s second
-       execution → ``recovered`` (their nodes, for the second strike).
-    4. signal ``second`` (the host killed those nodes without a drain): ``counter`` must answer
-       a third time and ``task`` return from a third execution, which only the preemption's
-       free restart and retry leave budget for.
-
-    Placement groups: a one-bundle group only ``victim`` may hold is placed there before the
-    drain (control ``group``), and is not placed within ``group_s`` while it drains.
-    """
-    connect()
-    tally = make_tally()
-    key = f"task-{os.getpid()}"
-    victim_id = node_id_of(victim)
-    busy = Holder.options(num_cpus=1, max_restarts=0, scheduling_strategy=pin(victim)).remote()
-    counter = Holder.options(
-        num_cpus=1, max_restarts=1, max_task_retries=-1, scheduling_strategy=pin(victim, True)
-    ).remote()
-    placed = ray.get([busy.where.remote(), counter.where.remote()], timeout=wait_s)
-    task = _held.options(
-        name=key, num_cpus=1, max_retries=1, scheduling_strategy=pin(victim, True)
-    ).remote(tally, key, 2, 3600.0)
-    first = _executions(tally, key, 1, wait_s)[0]
-    control = {
-        "soft": outcome_of(
-            _where.options(num_cpus=0, scheduling_strategy=pin(victim, True)).remote(), probe_s
-        ),
-        "hard": outcome_of(
-            _where.options(num_cpus=0, scheduling_strategy=pin(victim)).remote(), probe_s
-        ),
-    }
-    group = _group_on(victim, probe_s)
-    emit(
-        "placed",
-        victim_id=victim_id,
-        busy=placed[0]["node_id"],
-        counter=placed[1]["node_id"],
-        task=first["node_id"],
-        control={k: (v["value"] or {}).get("node_id") for k, v in control.items()},
-        group=group,
-    )
-
-    wait_signal("drained", wait_s)
-    soft_name = f"soft-probe-{os.getpid()}"
-    soft = _where.options(
-        name=soft_name, num_cpus=0, scheduling_strategy=_affinity(victim_id, True)
-    ).remote()
-    hard = _where.options(num_cpus=0, scheduling_strategy=_affinity(victim_id, False)).remote()
-    newcomer = Holder.options(num_cpus=0, scheduling_strategy=_affinity(victim_id, True)).remote()
-    during = {
-        "soft": outcome_of(soft, probe_s),
-        "hard": outcome_of(hard, probe_s),
-        "actor": outcome_of(newcomer.where.remote(), probe_s),
-    }
-    if during["soft"]["error"] is not None:
-        # Where the probe stood when the bound ran out (its state and node), for the evidence.
-        during["soft"]["attempts"] = task_attempts(soft_name, wait_s=5)
-    group_during = _group_on(victim, group_s)
-    during["victim"] = node_record(victim_id)
-    emit(
-        "during_drain",
-        victim={"Alive": (during["victim"] or {}).get("Alive")},
-        group=group_during,
-        **{k: _brief(v) for k, v in during.items() if k != "victim"},
-    )
-
-    wait_signal("preempted", wait_s)
-    died = outcome_of(busy.where.remote(), wait_s)
-    again = outcome_of(counter.where.remote(), wait_s)
-    second = _executions(tally, key, 2, wait_s)[1]
-    counter_after_preemption = _actor_row(counter)
-    emit(
-        "recovered",
-        counter=(again["value"] or {}).get("node_id"),
-        counter_name=name_of((again["value"] or {}).get("node_id")),
-        task=second["node_id"],
-        task_name=name_of(second["node_id"]),
-    )
-
-    wait_signal("second", wait_s)
-    third_call = outcome_of(counter.where.remote(), wait_s)
-    done = outcome_of(task, wait_s)
-    record = until(lambda: node_record(victim_id), lambda r: bool(r) and not r.get("Alive"), 30)
-    attempts = task_attempts(key, wait_s=30)
-    return {
-        "victim_id": victim_id,
-        "placed": placed,
-        "control": control,
-        "during": during,
-        "busy_call": died,
-        "counter_after_preemption": again,
-        "counter_row_after_preemption": counter_after_preemption,
-        "counter_after_kill": third_call,
-        "counter_row_after_kill": _actor_row(counter),
-        "task": done,
-        "executions": ray.get(tally.get.remote(key)),
-        "attempts": attempts,
-        "owner_order": owner_order(victim_id, attempts[0]["task_id"]) if attempts else None,
-        "victim_record": record,
-        "victim_state": _state_message(victim_id),
-    }
-
-
-def _brief(outcome: dict[str, Any]) -> dict[str, Any]:
-    value, error = outcome["value"] or {}, outcome["error"] or {}
-    brief = {"node_id": value.get("node_id"), "error": error.get("type"), "s": outcome["s"]}
-    if "attempts" in outcome:
-        brief["attempts"] = outcome["attempts"]
-    return brief
-
-
-def sigterm(
-    quiet: str = "quiet", busy: str = "busy", task_s: float = 6.0, wait_s: float = 120.0
-) -> dict[str, Any]:
-    """CHURN-08: two nodes whose blocking ``ray start`` the host stops with SIGTERM.
-
-    1. ``placed``: on ``busy``, an actor (no restarts) in a call that outlasts any drain; on
-       ``quiet``, a task of ``task_s`` seconds (``max_retries=0``) has started.
-    2. signal ``terminated`` (both nodes had SIGTERM): the task's outcome (it should end on
-       its node, through the drain), the actor call's (its node ends under it), then both
-       nodes' GCS records and State API rows once they are dead.
-    """
-    connect()
-    tally = make_tally()
-    key = f"sigterm-{os.getpid()}"
-    ids = {quiet: node_id_of(quiet), busy: node_id_of(busy)}
-    holder = Holder.options(num_cpus=1, max_restarts=0, scheduling_strategy=pin(busy)).remote()
-    held = ray.get(holder.where.remote(), timeout=wait_s)
-    call = holder.hold.remote(3600.0)
-    task = _held.options(num_cpus=1, max_retries=0, scheduling_strategy=pin(quiet)).remote(
-        tally, key, 1, task_s
-    )
-    started = _executions(tally, key, 1, wait_s)[0]
-    emit("placed", ids=ids, actor=held["node_id"], task=started["node_id"])
-
-    wait_signal("terminated", wait_s)
-    done = outcome_of(task, wait_s)
-    died = outcome_of(call, wait_s)
-    records = {
-        name: until(lambda n=nid: node_record(n), lambda r: bool(r) and not r.get("Alive"), wait_s)
-        for name, nid in ids.items()
-    }
-    return {
-        "ids": ids,
-        "task": done,
-        "executions": ray.get(tally.get.remote(key)),
-        "call": died,
-        "records": records,
-        "states": {name: _state_message(nid) for name, nid in ids.items()},
-    }
-
 
 # --------------------------------------------------------------------------------------------
 # CHURN-01 / 02 / 09 / 10: steady-state work under a seeded killer (Ray's nightly chaos tests)
@@ -341,8 +43,6 @@ def sigterm(
 PARENT, CHILD = "steady-parent", "steady-child"
 CONSUME, STREAM = "steady-consume", "steady-stream"
 CREATE, BORROW = "steady-create", "steady-borrow"
-#: The owner's log line for a rebuild (``TaskManager::ResubmitTask``, task_manager.cc).
-RESUBMITTED = "Resubmitting task that produced lost plasma object"
 
 
 @ray.remote(max_retries=-1)
@@ -472,7 +172,7 @@ def _back(refs: list[Any]) -> bool:
 
 def _soft(nid: str | None) -> Any:
     """A soft affinity to ``nid`` (elsewhere when that node is gone), or Ray's default."""
-    return _affinity(nid, True) if nid else "DEFAULT"
+    return affinity(nid, True) if nid else "DEFAULT"
 
 
 @ray.remote(num_cpus=0, resources=LANE, max_retries=-1)
@@ -557,79 +257,6 @@ def _workers() -> list[str]:
         if n["Alive"] and n["NodeManagerAddress"] in names
     }
     return [alive[name] for name in sorted(alive)]
-
-
-#: The most rows the State API returns for one query (RAY_MAX_LIMIT_FROM_API_SERVER, 10 000:
-#: ray/util/state/common.py).
-STATE_ROWS = 10_000
-
-
-def _attempts(name: str) -> dict[str, Any]:
-    """From the State API, the tasks called ``name`` (each listed once per attempt): how many,
-    how many were retried (an attempt above 0 after a failed one), by the failed attempt's
-    error type, how many were rebuilt (an attempt after one that had finished: lineage
-    reconstruction of a lost object), on which node (Ray node id) each attempt that a retry
-    or a rebuild followed had run, and when each attempt ran where (``spans``: per node id,
-    start and end in ms, end 0 while running or never recorded)."""
-    from ray.util.state import list_tasks
-
-    rows = list_tasks(
-        filters=[("name", "=", name)],
-        limit=STATE_ROWS,
-        timeout=60,
-        detail=True,
-        raise_on_missing_output=False,
-    )
-    tried: dict[str, dict[int, tuple[str, str, str]]] = {}
-    spans: dict[str, list[list[int]]] = {}
-    for row in rows:
-        tried.setdefault(str(row.task_id), {})[int(row.attempt_number)] = (
-            str(row.state),
-            str(row.error_type),
-            str(row.node_id),
-        )
-        if row.node_id and row.start_time_ms:
-            spans.setdefault(str(row.node_id), []).append(
-                [int(row.start_time_ms), int(row.end_time_ms or 0)]
-            )
-    causes: dict[str, int] = {}
-    where: dict[str, int] = {}
-    retried = rebuilt = 0
-    for attempts in tried.values():
-        before = [b for n in attempts if n > 0 and (b := attempts.get(n - 1)) is not None]
-        failed = [b for b in before if b[0] == "FAILED"]
-        lost = [b for b in before if b[0] == "FINISHED"]
-        retried += bool(failed)
-        rebuilt += bool(lost)
-        for state, cause, node in failed + lost:
-            key = cause if state == "FAILED" else "rebuilt"
-            causes[key] = causes.get(key, 0) + 1
-            where[node] = where.get(node, 0) + 1
-    return {
-        "tasks": len(tried),
-        "attempts": len(rows),
-        # The State API returns at most 10 000 rows (its limit): more attempts than that
-        # are not all counted (the ten-minute run's nested children).
-        "truncated": len(rows) >= STATE_ROWS,
-        "later_attempts": sum(1 for a in tried.values() if max(a) > 0),
-        "retried": retried,
-        "causes": causes,
-        "rebuilt": rebuilt,
-        "where": where,
-        "spans": spans,
-    }
-
-
-def _resubmitted(name: str) -> dict[str, Any]:
-    """This driver's log lines that resubmit a finished task of ``name`` to rebuild its lost
-    object (Ray's own words, ``RESUBMITTED``)."""
-    path = owner_log()
-    lines: list[str] = []
-    if path:
-        with open(path, errors="replace") as log:
-            lines = [x for x in log if RESUBMITTED in x]
-    ours = [x for x in lines if name in x or "function_name=_create" in x]
-    return {"lines": len(ours), "all": len(lines), "first": ours[0][:400] if ours else None}
 
 
 def steady(
@@ -860,7 +487,7 @@ def steady(
     for thread in threads:
         thread.start()
     # Where the actors were placed (the State API lags their start by a second or so).
-    actor_nodes = until(lambda: [_actor_row(h)["node_id"] for h in handles], lambda ns: all(ns), 60)
+    actor_nodes = until(lambda: [actor_row(h)["node_id"] for h in handles], lambda ns: all(ns), 60)
     emit(
         "steady_running",
         actors=len(handles),
@@ -899,13 +526,13 @@ def steady(
                 wrong[lane].append(bad)
     executed = ray.get(log.counts.remote())
     hits = {
-        "tasks": {"parents": _attempts(PARENT), "children": _attempts(CHILD)},
-        "actor calls": {"actors": [_actor_row(h) for h in handles]},
-        "generator items": {"generators": _attempts(STREAM), "consumers": _attempts(CONSUME)},
+        "tasks": {"parents": attempts(PARENT), "children": attempts(CHILD)},
+        "actor calls": {"actors": [actor_row(h) for h in handles]},
+        "generator items": {"generators": attempts(STREAM), "consumers": attempts(CONSUME)},
         "borrowed objects": {
-            "makers": _attempts(CREATE),
-            "borrowers": _attempts(BORROW),
-            "resubmitted": _resubmitted(CREATE),
+            "makers": attempts(CREATE),
+            "borrowers": attempts(BORROW),
+            "resubmitted": resubmitted(CREATE),
         },
     }
     return {

@@ -39,7 +39,7 @@ LANES = ("tasks", "actor calls", "generator items", "borrowed objects")
 
 
 def attempts(causes: dict[str, int], rebuilt: int = 0) -> dict[str, Any]:
-    """``workloads.churn._attempts``' counts (spans left out: the verdicts never read them)."""
+    """``workloads.lanes.attempts``' counts (spans left out: the verdicts never read them)."""
     return {"causes": causes, "rebuilt": rebuilt, "retried": sum(causes.values()), "where": {}}
 
 
