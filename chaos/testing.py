@@ -148,6 +148,9 @@ from chaos.plugin.factory import (
 from chaos.plugin.settings import (
     Settings,
 )
+from chaos.report.timeline import (
+    write_evidence,
+)
 from chaos.spec import (
     ClusterSpec,
     NodeSpec,
@@ -288,4 +291,5 @@ __all__ = [
     "victim_pid",
     "wait_until",
     "wishes",
+    "write_evidence",
 ]

@@ -59,6 +59,7 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         default=Path("reports/summary.html"),
         help="HTML file to write (default: reports/summary.html)",
     )
+    _claims_file(report)
     evidence = sub.add_parser(
         "evidence",
         help="keep each run's verdict and measured values as JSON, one file per claim family",
@@ -74,6 +75,7 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     claims = sub.add_parser("claims", help="list the claims raychaos verifies")
     claims.add_argument("patterns", nargs="*", help="ids or patterns (OBJ-*, TASK-01)")
     claims.add_argument("--json", action="store_true", help="every field, as JSON")
+    _claims_file(claims)
 
     cov = sub.add_parser(
         "coverage",
@@ -90,6 +92,7 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         default="",
         help="only these claims (OBJ-*,TASK-01), as run with --raychaos-claims",
     )
+    _claims_file(cov)
 
     cmp = sub.add_parser(
         "compare",
@@ -108,6 +111,17 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         type=Path,
         help="HTML page to write (default: reports/compare-X-to-Y.html)",
     )
+    _claims_file(cmp)
+
+
+def _claims_file(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--claims-file",
+        type=Path,
+        metavar="FILE",
+        help="a team's own claim catalogue, listed beside raychaos' (default: "
+        "RAYCHAOS_CLAIMS_FILE, else the copy a run left in its results directory)",
+    )
 
 
 # -- report ---------------------------------------------------------------------------------
@@ -117,6 +131,7 @@ def report(args: argparse.Namespace) -> int:
 
     results: Path = args.results
     output: Path = args.output
+    _catalogue(args.claims_file, results)
     # As coverage and compare do: a directory without raychaos results is a usage error (2),
     # never an empty page that exits 0.
     loaded = write_report(results, output, loaded=load_raychaos(results))
@@ -140,10 +155,18 @@ def evidence(args: argparse.Namespace) -> int:
     return 0
 
 
-def _catalogue() -> Catalogue:
-    from chaos.report.catalogue import load_catalogue
+def _catalogue(claims_file: Path | None = None, *results: Path | None) -> Catalogue:
+    """Ours with a team's claims: ``claims_file``, else RAYCHAOS_CLAIMS_FILE, else the copy
+    the run left in the first of ``results`` that has one; in effect for the whole command."""
+    import os
 
-    return load_catalogue()
+    from chaos.report.catalogue import RESULTS_COPY, TEAM_ENV, use_team_file
+
+    team = claims_file or (Path(os.environ[TEAM_ENV]) if os.environ.get(TEAM_ENV) else None)
+    if team is None:
+        copies = (r / RESULTS_COPY for r in results if r is not None)
+        team = next((c for c in copies if c.is_file()), None)
+    return use_team_file(team)
 
 
 def _patterns(raw: Sequence[str]) -> list[str]:
@@ -154,11 +177,13 @@ def _patterns(raw: Sequence[str]) -> list[str]:
 
 # -- claims ---------------------------------------------------------------------------------
 def claims(args: argparse.Namespace) -> int:
-    return claims_command(args.patterns, as_json=args.json)
+    return claims_command(args.patterns, as_json=args.json, claims_file=args.claims_file)
 
 
-def claims_command(patterns: Sequence[str], *, as_json: bool = False) -> int:
-    catalogue = _catalogue()
+def claims_command(
+    patterns: Sequence[str], *, as_json: bool = False, claims_file: Path | None = None
+) -> int:
+    catalogue = _catalogue(claims_file)
     given = _patterns(patterns)
     if patterns and not given:
         raise ChaosError(
@@ -186,13 +211,17 @@ def claims_command(patterns: Sequence[str], *, as_json: bool = False) -> int:
 
 # -- coverage -------------------------------------------------------------------------------
 def coverage(args: argparse.Namespace) -> int:
-    return coverage_command(args.results, strict=args.strict, patterns=args.claims)
+    return coverage_command(
+        args.results, strict=args.strict, patterns=args.claims, claims_file=args.claims_file
+    )
 
 
-def coverage_command(results: Path, *, strict: bool = False, patterns: str = "") -> int:
+def coverage_command(
+    results: Path, *, strict: bool = False, patterns: str = "", claims_file: Path | None = None
+) -> int:
     from chaos.report.coverage import coverage, load_raychaos, render_text
 
-    catalogue = _catalogue()
+    catalogue = _catalogue(claims_file, results)
     chosen = catalogue.select(_patterns([patterns])) if patterns.strip() else []
     cov = coverage(load_raychaos(results), catalogue, chosen)
     out(render_text(cov, strict=strict))
@@ -202,7 +231,12 @@ def coverage_command(results: Path, *, strict: bool = False, patterns: str = "")
 # -- compare --------------------------------------------------------------------------------
 def compare(args: argparse.Namespace) -> int:
     return compare_command(
-        args.base, args.candidate, args.base_version, args.candidate_version, args.output
+        args.base,
+        args.candidate,
+        args.base_version,
+        args.candidate_version,
+        args.output,
+        claims_file=args.claims_file,
     )
 
 
@@ -213,6 +247,7 @@ def compare_command(
     candidate_version: str | None = None,
     output: Path | None = None,
     names: tuple[str, str] = ("", ""),
+    claims_file: Path | None = None,
 ) -> int:
     import dataclasses
 
@@ -223,7 +258,7 @@ def compare_command(
     before, after = pick_sides(base, candidate, base_version, candidate_version)
     before = dataclasses.replace(before, name=names[0])
     after = dataclasses.replace(after, name=names[1])
-    result = compare(before, after, _catalogue())
+    result = compare(before, after, _catalogue(claims_file, candidate, base))
     out(render_markdown(result), end="")
     page = output or Path("reports") / f"compare-{before.release}-to-{after.release}.html"
     page.parent.mkdir(parents=True, exist_ok=True)

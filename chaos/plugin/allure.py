@@ -477,7 +477,22 @@ def _run_info(config: pytest.Config) -> RunInfo:
         engines=settings.docker_hosts,
         engine=engine_properties(image, settings.docker_hosts, int(workers or 0)),
         host_cpu=cpu,
+        team_claims=_team_claims(),
     )
+
+
+def _team_claims() -> str:
+    """The text of the team's claim catalogue in effect ("" without one): validated at
+    configure, so a read that fails now leaves the copy out rather than the run files."""
+    from chaos.report.catalogue import team_file
+
+    path = team_file()
+    if path is None:
+        return ""
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError:
+        return ""
 
 
 @pytest.hookimpl

@@ -195,6 +195,17 @@ OPTIONS: tuple[Option, ...] = (
         _claim_patterns,
     ),
     Option(
+        "claims_file",
+        "--raychaos-claims-file",
+        "raychaos_claims_file",
+        "RAYCHAOS_CLAIMS_FILE",
+        "",
+        "a catalogue of your own claims (the form of raychaos' claims.toml, families under "
+        "prefixes of your own), listed, labelled and counted beside raychaos' (a relative "
+        "path is from the rootdir)",
+        str.strip,
+    ),
+    Option(
         "image",
         "--raychaos-image",
         "raychaos_image",
@@ -303,6 +314,8 @@ class Settings:
     ray_wheel: RayWheel | None = None
     skew_from: str = ""
     claims: tuple[str, ...] = ()
+    #: A team's catalogue file as given ("" = raychaos' claims only).
+    claims_file: str = ""
     image: str = ""
     base_image: str = ""
     patch_python: str = ""

@@ -6,6 +6,11 @@ once per process; reports list every claim of it, the selection hooks
 (:mod:`chaos.plugin.selection`) refuse marker ids it does not know. The families (feature,
 docs page, severity) are in the same file, one ``[[family]]`` table each: a new family is
 the catalogue's business alone.
+
+A team adds its own claims (:func:`use_team_file`): a file of the same form in its repository,
+its families under prefixes of its own, merged after ours. The plugin copies it into the
+results directory (:data:`RESULTS_COPY`), so ``coverage``, ``compare`` and ``report`` read a
+run's claims without being told where the file was.
 """
 
 from __future__ import annotations
@@ -25,6 +30,10 @@ from typing import Any
 from chaos.errors import ChaosError
 
 FILE = "claims.toml"
+#: Where a team's catalogue is found when no option names it.
+TEAM_ENV = "RAYCHAOS_CLAIMS_FILE"
+#: The team catalogue's copy in a results directory, written by the plugin at session finish.
+RESULTS_COPY = "raychaos-claims.toml"
 ID = re.compile(r"^([A-Z]+)-(\d{2})$")
 VERSION = re.compile(r"^\d+\.\d+\.\d+$")
 _REQUIRED = ("id", "family", "fault", "outcome", "doc", "source")
@@ -180,10 +189,10 @@ def _family(entry: Any, where: str) -> Family:
         raise ChaosError(f"{where}: id {fam.id!r} is not upper-case letters (such as TASK)")
     if fam.severity not in SEVERITIES:
         raise ChaosError(
-            f"{fam.id}: severity {fam.severity!r} is not one of {', '.join(SEVERITIES)}"
+            f"{where} ({fam.id}): severity {fam.severity!r} is not one of {', '.join(SEVERITIES)}"
         )
     if not fam.doc.startswith("https://"):
-        raise ChaosError(f"{fam.id}: doc {fam.doc!r} is not an https:// link")
+        raise ChaosError(f"{where} ({fam.id}): doc {fam.doc!r} is not an https:// link")
     return fam
 
 
@@ -209,15 +218,20 @@ def _claim(entry: Any, where: str, families: Mapping[str, Family]) -> Claim:
         raise ChaosError(f"{where}: id {claim.id!r} is not FAMILY-NN (such as TASK-01)")
     if claim.family not in families:
         raise ChaosError(
-            f"{claim.id}: family {claim.family!r} is unknown (known: {', '.join(families)})",
+            f"{where} ({claim.id}): family {claim.family!r} is unknown "
+            f"(known: {', '.join(families)})",
             hint="add a [[family]] table for it",
         )
     if match.group(1) != claim.family:
-        raise ChaosError(f"{claim.id}: the id's prefix is not its family {claim.family!r}")
+        raise ChaosError(
+            f"{where} ({claim.id}): the id's prefix is not its family {claim.family!r}"
+        )
     if claim.since and not VERSION.match(claim.since):
-        raise ChaosError(f"{claim.id}: since {claim.since!r} is not a release such as 2.59.0")
+        raise ChaosError(
+            f"{where} ({claim.id}): since {claim.since!r} is not a release such as 2.59.0"
+        )
     if not claim.doc.startswith("https://"):
-        raise ChaosError(f"{claim.id}: doc {claim.doc!r} is not an https:// link")
+        raise ChaosError(f"{where} ({claim.id}): doc {claim.doc!r} is not an https:// link")
     return claim
 
 
@@ -253,18 +267,65 @@ def parse_catalogue(text: str, origin: str = FILE) -> Catalogue:
     return Catalogue(claims, origin, families)
 
 
+#: The team catalogue in effect in this process (:func:`use_team_file`).
+_team: Path | None = None
+
+
+def load_catalogue(path: Path | None = None, team: Path | None = None) -> Catalogue:
+    """The shipped catalogue (or the one at ``path``) with the claims of the team file in
+    effect (``team``, else :func:`use_team_file`'s), read and validated once per process."""
+    return _load(path, team if team is not None else _team)
+
+
+def use_team_file(path: Path | None) -> Catalogue:
+    """From now on :func:`load_catalogue` includes the team's claims at ``path`` (None: ours
+    only). Validated first: a malformed file or a family of ours raises :class:`ChaosError`
+    and nothing changes."""
+    global _team
+    merged = _load(None, path)
+    _team = path
+    return merged
+
+
+def team_file() -> Path | None:
+    """The team catalogue in effect, if any."""
+    return _team
+
+
+def merge(ours: Catalogue, team: Catalogue) -> Catalogue:
+    """``team``'s families and claims after ours; a family id of ours in ``team`` is a clash."""
+    clash = [f for f in team.families if f in ours.families]
+    if clash:
+        raise ChaosError(
+            f"{team.origin}: family {', '.join(clash)} is one of raychaos' own "
+            f"({', '.join(ours.families)}); a team's claims need a prefix of their own",
+            hint="rename the [[family]] id and its claims' ids (e.g. ACME, ACME-01)",
+        )
+    return Catalogue(
+        (*ours.claims, *team.claims),
+        f"{ours.origin} + {team.origin}",
+        {**ours.families, **team.families},
+    )
+
+
 @functools.cache
-def load_catalogue(path: Path | None = None) -> Catalogue:
-    """The shipped catalogue (or the one at ``path``), read and validated once per process."""
+def _load(path: Path | None, team: Path | None) -> Catalogue:
     if path is None:
         from chaos.resources import fixtures_path
 
         path = fixtures_path(FILE)
+    shipped = f"reinstall raychaos ({FILE} ships in chaos/fixtures)"
+    ours = parse_catalogue(_read(path, shipped), str(path))
+    if team is None:
+        return ours
+    hint = f"point --raychaos-claims-file (or {TEAM_ENV}) at your claims file"
+    return merge(ours, parse_catalogue(_read(team, hint), str(team)))
+
+
+def _read(path: Path, hint: str) -> str:
     try:
-        text = path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ChaosError(
-            f"cannot read the claim catalogue {path}: {exc.strerror}",
-            hint=f"reinstall raychaos ({FILE} ships in chaos/fixtures)",
+            f"cannot read the claim catalogue {path}: {exc.strerror}", hint=hint
         ) from exc
-    return parse_catalogue(text, str(path))

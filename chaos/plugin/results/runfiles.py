@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from chaos.report.catalogue import RESULTS_COPY
 from chaos.report.categories import CATEGORIES, merge_categories
 from chaos.report.files import allure_files, read_json
 from chaos.report.hostcpu import CPU_FILE, HostCpu
@@ -77,6 +78,9 @@ class RunInfo:
     engine: Mapping[str, str] = field(default_factory=dict)
     #: The host's CPU counters at session start and finish (:mod:`chaos.report.hostcpu`).
     host_cpu: HostCpu | None = None
+    #: The team's claim catalogue in effect (its text), copied beside the results so the
+    #: readers know the run's claims ("" = raychaos' only).
+    team_claims: str = ""
 
 
 def _number(value: str | None) -> int | None:
@@ -253,12 +257,15 @@ def write_run_files(alluredir: Path, info: RunInfo, versions: set[str]) -> list[
     * ``environment.properties``: the repository's keys kept, ours added (ours replace the
       same key, :func:`chaos.report.properties.merge_properties`).
     * ``raychaos-cpu.json``: the run's host CPU record, replaced (it is raychaos' alone).
+    * ``raychaos-claims.toml``: the team's claim catalogue, when the run had one (replaced).
 
     A file that cannot be read or parsed is left as it is (and named in the result).
     """
     skipped: list[str] = []
     if info.host_cpu is not None:
         write_atomic(alluredir / CPU_FILE, json.dumps(info.host_cpu.to_json(), indent=1))
+    if info.team_claims:
+        write_atomic(alluredir / RESULTS_COPY, info.team_claims)
     path = alluredir / "categories.json"
     try:
         existing = _existing(path)
