@@ -114,7 +114,9 @@ from chaos.errors import (
 )
 from chaos.experiment import (
     Experiment,
+    KillerRun,
     run_experiment,
+    under_killer,
 )
 from chaos.history import (
     Kind,
@@ -223,6 +225,7 @@ __all__ = [
     "ImageBuilder",
     "Intermittent",
     "Judging",
+    "KillerRun",
     "Kind",
     "Measured",
     "MissingEvidence",
@@ -285,6 +288,7 @@ __all__ = [
     "status_now",
     "stays_dead",
     "strike_on",
+    "under_killer",
     "unobservable_window",
     "verdict",
     "victim_node",

@@ -1,46 +1,53 @@
-"""The recipe's template experiment (docs/template) runs as a new user would run it: copied to
-a directory outside the checkout, importing only the author's surface, its workload shipped
-by its own ``pytest.ini``; it passes and records its claim's verdict. The copy judges a team's
-own claim (docs/teams.md: a claims file named in the ini), so the same boot proves that a
-team's claim is labelled, copied beside the results and counted by ``raychaos coverage``."""
+"""The recipe's template experiment (docs/template) and a team's repository as docs/teams.md
+shows it, run as a new user would: copied to a directory outside the checkout, importing only
+the author's surface, workloads shipped by their own ``pytest.ini``. The template judges a
+team's claim (ACME-02) and the page's job runs under the nightly killer (ACME-01); both pass
+and record their claims' verdicts, the claims file is copied beside the results, and
+``raychaos coverage`` counts the team's claims told nothing."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATE = ROOT / "docs" / "template"
-#: A team's claims file, as docs/teams.md shows it.
-TEAM_CLAIMS = """
-[[family]]
-id = "ACME"
-feature = "Acme jobs"
-doc = "https://wiki.acme.example/ray/jobs"
-severity = "critical"
-
-[[claim]]
-id = "ACME-01"
-family = "ACME"
-fault = "a worker process of the job is killed"
-outcome = "the task comes back from its retry"
-doc = "https://wiki.acme.example/ray/jobs#retries"
-source = "Acme runbook"
-"""
+TEAMS = ROOT / "docs" / "teams.md"
+#: A fenced block whose first line names its file (``# test_nightly.py``).
+BLOCK = re.compile(r"^```(?:python|toml)\n# (\S+)\n(.*?)^```", re.M | re.S)
 
 
-def test_the_template_runs_outside_the_checkout(tmp_path: Path) -> None:
-    repo = tmp_path / "team-repo"
+def team_repo(repo: Path) -> dict[str, str]:
+    """The template, then every file docs/teams.md shows, written into ``repo``."""
     shutil.copytree(TEMPLATE, repo, ignore=shutil.ignore_patterns("__pycache__"))
-    (repo / "claims.toml").write_text(TEAM_CLAIMS, encoding="utf-8")
+    files = {name: body for name, body in BLOCK.findall(TEAMS.read_text(encoding="utf-8"))}
+    assert {"claims.toml", "test_nightly.py", "my_workloads/steady.py"} <= set(files), files
+    for name, body in files.items():
+        (repo / name).write_text(body, encoding="utf-8")
     ini = repo / "pytest.ini"
     ini.write_text(ini.read_text() + "raychaos_claims_file = claims.toml\n")
     test = repo / "test_template.py"
-    test.write_text(test.read_text().replace('CLAIM = "TASK-01"', 'CLAIM = "ACME-01"'))
+    test.write_text(test.read_text().replace('CLAIM = "TASK-01"', 'CLAIM = "ACME-02"'))
+    return files
+
+
+def result_of(results: list[dict[str, Any]], name: str) -> dict[str, Any]:
+    return next(r for r in results if r["name"].endswith(f"{name}[2.60.0]"))
+
+
+def held(result: dict[str, Any], claim: str) -> bool:
+    return any(s["name"].startswith(f"verdict: {claim} held") for s in result.get("steps", []))
+
+
+def test_the_template_and_a_teams_repository_run_outside_the_checkout(tmp_path: Path) -> None:
+    repo = tmp_path / "team-repo"
+    files = team_repo(repo)
     alluredir = tmp_path / "allure"
     done = subprocess.run(
         [
@@ -60,18 +67,19 @@ def test_the_template_runs_outside_the_checkout(tmp_path: Path) -> None:
     )
     output = done.stdout + done.stderr
     assert done.returncode == 0, output[-4000:]
-    assert "2 passed" in output, output[-2000:]
+    assert "3 passed" in output, output[-2000:]
     results = [json.loads(p.read_text()) for p in alluredir.glob("*-result.json")]
-    experiment = next(
-        r for r in results if r["name"].endswith("test_a_killed_worker_process_is_retried[2.60.0]")
-    )
-    steps = [s["name"] for s in experiment.get("steps", [])]
-    assert any(s.startswith("verdict: ACME-01 held") for s in steps), steps
-    labels = {(x["name"], x["value"]) for x in experiment["labels"]}
+    template = result_of(results, "test_a_killed_worker_process_is_retried")
+    nightly = result_of(results, "test_batches_survive_the_nightly_killer")
+    assert held(template, "ACME-02") and held(nightly, "ACME-01"), (template, nightly)
+    labels = {(x["name"], x["value"]) for x in template["labels"]}
     claims = {value for name, value in labels if name == "claim"}
-    assert claims == {"ACME-01", "INV-01", "INV-02"}, claims  # with the postconditions
-    assert ("feature", "Acme jobs") in labels and ("severity", "critical") in labels, labels
-    assert (alluredir / "raychaos-claims.toml").read_text(encoding="utf-8") == TEAM_CLAIMS
+    assert claims == {"ACME-02", "INV-01", "INV-02"}, claims  # with the postconditions
+    assert ("feature", "Acme batch jobs") in labels and ("severity", "critical") in labels, labels
+    # The seed is on the result, and the schedule it built struck.
+    seed = {p["name"]: p["value"] for p in nightly["parameters"]}.get("seed")
+    assert seed is not None, nightly["parameters"]
+    assert (alluredir / "raychaos-claims.toml").read_text(encoding="utf-8") == files["claims.toml"]
     # The readers find the team's claims beside the results, told nothing.
     env = {k: v for k, v in os.environ.items() if k != "RAYCHAOS_CLAIMS_FILE"}
     coverage = subprocess.run(
@@ -84,4 +92,4 @@ def test_the_template_runs_outside_the_checkout(tmp_path: Path) -> None:
         check=False,
     )
     assert coverage.returncode == 0, coverage.stdout + coverage.stderr
-    assert "1 verified" in coverage.stdout, coverage.stdout
+    assert "2 verified" in coverage.stdout, coverage.stdout
