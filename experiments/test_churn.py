@@ -143,7 +143,9 @@ def test_a_preempted_spot_node(experiment: Experiment, end: str) -> None:
     a second, plain kill of where they went is survived with max_retries=1, max_restarts=1."""
     cluster, nemesis = experiment.cluster, experiment.nemesis
     victim = "worker-1"
-    run = cluster.run("workloads.preemption:preemption", victim=victim, probe_s=PROBE_S, timeout=900)
+    run = cluster.run(
+        "workloads.preemption:preemption", victim=victim, probe_s=PROBE_S, timeout=900
+    )
     placed = run.wait_for("placed", timeout=180)[0]
     victim_id = placed.get("victim_id")
     assert victim_id == cluster.node(victim).node_id, placed.fields

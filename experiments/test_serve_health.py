@@ -51,12 +51,17 @@ def test_failing_health_checks_and_deployments_that_cannot_start(experiment: Exp
     asking for a resource no node has stays UPDATING with the slow-start message."""
     cluster = experiment.cluster
     deployed = cluster.run(
-        "workloads.serve_health:deploy_patient", health_check_period_s=PERIOD_S, num_cpus=0.5, timeout=300
+        "workloads.serve_health:deploy_patient",
+        health_check_period_s=PERIOD_S,
+        num_cpus=0.5,
+        timeout=300,
     ).result()
     constants = deployed["constants"]
     experiment.measure("Serve constants in the image", constants)
     threshold = int(constants["REPLICA_HEALTH_CHECK_UNHEALTHY_THRESHOLD"])
-    rounds = cluster.run("workloads.serve_health:health_rounds", period_s=PERIOD_S, timeout=400).result()
+    rounds = cluster.run(
+        "workloads.serve_health:health_rounds", period_s=PERIOD_S, timeout=400
+    ).result()
     always = rounds["always"]
     old = always["before"]  # the always-failing replica (replaced or not: the verdict says)
     # The controller's own verdict, from its log on the head: the replica's failures are judged
