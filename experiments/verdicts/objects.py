@@ -55,6 +55,17 @@ def _since(j: Judging, killed_at: float, t: float | None, what: str) -> float:
     return round(float(at) - killed_at, 2)
 
 
+def _read_after_kill(j: Judging, name: str, killed_at: float, seen: Seen, band: Band) -> float:
+    """The driver's read (its value or its error) came within the node-death band's end plus
+    a task's retry after a death (AFTER_DEATH_S) of the kill; measured as ``name``."""
+    read = float(
+        j.measure(name, _since(j, killed_at, seen["t_driver_outcome"], "the driver's read"))
+    )
+    bound = band.high + AFTER_DEATH_S
+    j.require(read <= bound, f"the driver's read came {read} s after the kill, bound {bound} s")
+    return read
+
+
 def _lost(j: Judging, label: str, err: Mapping[str, Any] | None, lost: Lost) -> None:
     """The read failed with the class (and ``.reason``) the release raises, an
     ObjectLostError."""
@@ -95,12 +106,7 @@ def reconstructed_once(j: Judging, seen: Seen, killed_at: float, victim: str, ba
         attempts(seen["attempts"]) == [["FINISHED", None]] * 2,
         f"two finished attempts: {seen['attempts']}",
     )
-    read = j.measure(
-        "OBJ-01 kill → reconstructed read (s)",
-        _since(j, killed_at, seen["t_driver_outcome"], "the driver's read"),
-    )
-    bound = band.high + AFTER_DEATH_S
-    j.require(read <= bound, f"read back {read} s after the kill, bound {bound} s")
+    read = _read_after_kill(j, "OBJ-01 kill → reconstructed read (s)", killed_at, seen, band)
     return f"re-executed once on {nodes[1]}, read back {read} s after the kill"
 
 
@@ -119,12 +125,7 @@ def lost_without_retries(j: Judging, seen: Seen, killed_at: float, band: Band, l
     )
     _lost(j, "the dependent task's cause", task.get("cause"), lost)
     j.require(seen["executions"] == 1, f"max_retries=0: no reconstruction: {seen['executions']}")
-    failed = j.measure(
-        "OBJ-02 kill → read fails (s)",
-        _since(j, killed_at, seen["t_driver_outcome"], "the driver's read"),
-    )
-    bound = band.high + AFTER_DEATH_S
-    j.require(failed <= bound, f"read failed {failed} s after the kill, bound {bound} s")
+    failed = _read_after_kill(j, "OBJ-02 kill → read fails (s)", killed_at, seen, band)
     return f"{lost.error} ({lost.reason}) {failed} s after the kill, not re-executed"
 
 
@@ -247,12 +248,7 @@ def secondary_copy_survives(j: Judging, seen: Seen, killed_at: float, band: Band
     j.measure("OBJ-04 copies listed by the owner before the kill", seen["locations_before"])
     j.measure("OBJ-04 copies listed by the owner after the read", seen["locations_after"])
     _read_back(j, seen)
-    read = j.measure(
-        "OBJ-04 kill → read (s)",
-        _since(j, killed_at, seen["t_driver_outcome"], "the driver's read"),
-    )
-    bound = band.high + AFTER_DEATH_S
-    j.require(read <= bound, f"read {read} s after the kill, bound {bound} s")
+    read = _read_after_kill(j, "OBJ-04 kill → read (s)", killed_at, seen, band)
     return f"the task and the driver read the object {read} s after the copy's node died"
 
 

@@ -1,5 +1,5 @@
-"""SERVE-02, SERVE-07 as pure verdicts: failing health checks, deployments that cannot
-start."""
+"""SERVE-02, SERVE-07, SERVE-08 as pure verdicts: failing health checks, deployments that
+cannot start, a health check that hangs."""
 
 from __future__ import annotations
 
@@ -158,4 +158,106 @@ def start_failures(j: Judging, seen: Mapping[str, Any], constants: Mapping[str, 
     return (
         f"a raising constructor DEPLOY_FAILED after {starts} starts, a failing import "
         "DEPLOY_FAILED with its traceback, a starved replica UPDATING with the slow-start message"
+    )
+
+
+# -- SERVE-08: a health check that never returns -----------------------------------------------
+
+#: The Serve controller's loop: one step, then ``CONTROL_LOOP_INTERVAL_S`` (0.1 s,
+#: serve/_private/constants.py). Each timed-out check is seen at the first step after its
+#: timeout, and the next one is sent in the same step (deployment_state.py,
+#: ActorReplicaWrapper.check_health): a timeout line may come a step after the timeout.
+LOOP_S = 0.1
+#: A step's own time on the loaded 2-core host, beside the loop's interval: a margin for the
+#: steps between the hang and the verdict (one per timed-out check), not yet a measurement.
+STEP_S = 0.4
+#: A check sent just before the hang was set and run just after it hangs too, from its send
+#: time: its delivery on one host (a margin for milliseconds, not a measurement).
+IN_FLIGHT_S = 0.1
+
+
+@dataclass(frozen=True)
+class HungChecks:
+    """What SERVE-08's run recorded: when the hang was set (the replica's clock), the
+    replica's own check log ``(t, ok | fail | hang)``, the controller's lines for each check
+    that did not answer in time and its unhealthy verdicts, how many asks the replica answered
+    while hung, and when the observer saw its replacement ALIVE."""
+
+    hung_at: float
+    checks: Sequence[tuple[float, str]]
+    timeouts: Sequence[Mapping[str, Any]]
+    verdicts: Sequence[Mapping[str, Any]]
+    answered_while_hung: int
+    #: Whether another replica answered before the workload gave up asking.
+    replaced: bool
+    new_alive: float | None
+
+
+def hang_band(
+    threshold: int, period_s: float, timeout_s: float, jitter: float
+) -> tuple[float, float]:
+    """Hang set → the controller's unhealthy verdict: each of ``threshold`` checks in a row
+    times out after ``timeout_s`` (with ``timeout_s`` over ``jitter × period_s`` the next is
+    sent at the step that saw the last time out), the first sent at most ``jitter × period_s``
+    after the hang; one loop step per timeout."""
+    low = threshold * timeout_s - IN_FLIGHT_S
+    high = jitter * period_s + threshold * (timeout_s + LOOP_S + STEP_S)
+    return round(low, 3), round(high, 3)
+
+
+@verdict("SERVE-08")
+def hung_check_times_out(
+    j: Judging, seen: HungChecks, threshold: int, timeout_s: float, band: tuple[float, float]
+) -> str:
+    """A ``check_health`` that never returns counts as a failed check once
+    ``health_check_timeout_s`` has passed; after REPLICA_HEALTH_CHECK_UNHEALTHY_THRESHOLD such
+    checks in a row the controller marks the replica unhealthy and a new one is started. One
+    check in flight at a time: the replica ran exactly ``threshold`` hung checks, the
+    controller's timeout lines name ``timeout_s`` and come at least ``timeout_s`` apart."""
+    j.require(seen.replaced, "the hung replica was never replaced while the workload asked")
+    if not seen.verdicts:
+        j.unknown(
+            "replaced, but the controller's log has no 'failed the health check' line for the "
+            "hung replica: the record cannot say why"
+        )
+    verdict_ = seen.verdicts[0]
+    j.require(len(seen.verdicts) == 1, f"one unhealthy verdict: {list(seen.verdicts)}")
+    j.require(
+        verdict_["in_a_row"] == threshold,
+        f"marked unhealthy after {verdict_['in_a_row']} failures in a row; the threshold is "
+        f"{threshold}: {verdict_['line']}",
+    )
+    timeouts = [x for x in seen.timeouts if x["t"] <= verdict_["t"] + STAMP_S]
+    j.measure("SERVE-08 timed-out checks before the verdict", len(timeouts))
+    j.require(
+        len(timeouts) == threshold and all(x["after_s"] == timeout_s for x in timeouts),
+        f"{threshold} checks timed out after {timeout_s} s before the verdict: {timeouts}",
+    )
+    gaps = [round(b["t"] - a["t"], 3) for a, b in itertools.pairwise(timeouts)]
+    j.measure("SERVE-08 between the timeouts (s)", gaps)
+    j.require(
+        all(g >= timeout_s - STAMP_S for g in gaps),
+        f"one check in flight at a time: timeouts {gaps} s apart, under {timeout_s} s",
+    )
+    hung = [t for t, outcome in seen.checks if outcome == "hang"]
+    passed_after = [t for t, outcome in seen.checks if outcome != "hang" and t >= seen.hung_at]
+    j.measure("SERVE-08 hung checks the replica ran", len(hung))
+    j.require(not passed_after, f"a check returned after the hang: {passed_after}")
+    j.require(len(hung) == threshold, f"the replica ran {len(hung)} hung checks: {hung}")
+    window = j.measure(
+        "SERVE-08 hang → marked unhealthy (s)",
+        round(verdict_["t"] - seen.hung_at, 3),
+        band=band,
+        start=seen.hung_at,
+    )
+    j.require(
+        band[0] <= window <= band[1], f"marked unhealthy {window} s after the hang, outside {band}"
+    )
+    if seen.new_alive is None:
+        j.unknown("replaced, but the observer never saw the replacement replica ALIVE")
+    j.measure("SERVE-08 verdict → new replica ALIVE (s)", round(seen.new_alive - verdict_["t"], 2))
+    j.measure("SERVE-08 asks answered by the replica while hung", seen.answered_while_hung)
+    return (
+        f"{threshold} hung checks each timed out after {timeout_s} s, marked unhealthy {window} s "
+        f"after the hang (band {band[0]}-{band[1]} s), replaced"
     )

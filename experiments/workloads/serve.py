@@ -185,21 +185,40 @@ def deploy_echo(
 #: The controller's verdict (``deployment_state.py``, ``ActorReplicaWrapper.check_health``):
 #: "Replica <id> failed the health check <n> times in a row, marking it unhealthy."
 _VERDICT = re.compile(r"failed the health check (\d+) times in a row, marking it unhealthy")
+#: ``ActorReplicaWrapper._check_active_health_check`` (deployment_state.py), once per check
+#: that did not answer within health_check_timeout_s (counted as a failed check).
+_NO_RESPONSE = re.compile(r"Didn't receive health check response for replica .* after ([\d.]+)s")
 _SERVE_STAMP = re.compile(r"^\w+ (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) ")
 
 
 def unhealthy_verdicts(replica_id: str) -> list[dict[str, Any]]:
     """The controller's "marking it unhealthy" lines for ``replica_id``, read from its logs on
     this node (the head): when (its local clock, ms) and after how many failures in a row."""
-    found: list[dict[str, Any]] = []
+    return [
+        {"t": t, "in_a_row": int(found[1]), "line": line}
+        for t, found, line in _controller_lines(_VERDICT, replica_id)
+    ]
+
+
+def timed_out_checks(replica_id: str) -> list[dict[str, Any]]:
+    """The controller's lines for each health check of ``replica_id`` that did not answer in
+    time (SERVE-08): when, and the timeout the line names."""
+    return [
+        {"t": t, "after_s": float(found[1]), "line": line}
+        for t, found, line in _controller_lines(_NO_RESPONSE, replica_id)
+    ]
+
+
+def _controller_lines(rule: re.Pattern[str], replica_id: str) -> list[tuple[float, Any, str]]:
+    found: list[tuple[float, Any, str]] = []
     for path in sorted(glob.glob(f"{RAY_LOGS}/serve/controller_*.log")):
         with open(path, errors="replace") as log:
             for line in log:
-                verdict = _VERDICT.search(line)
+                match = rule.search(line)
                 stamp = _SERVE_STAMP.match(line)
-                if verdict and stamp and replica_id in line:
+                if match and stamp and replica_id in line:
                     when = datetime.strptime(stamp[1], "%Y-%m-%d %H:%M:%S,%f").timestamp()
-                    found.append({"t": when, "in_a_row": int(verdict[1]), "line": line.strip()})
+                    found.append((when, match, line.strip()))
     return found
 
 

@@ -36,20 +36,28 @@ CTOR_ERROR = "raychaos: this constructor refuses to start"
 
 HEALTH_ERROR = "raychaos: check_health fails on purpose"
 
+#: How long a hung ``check_health`` blocks (SERVE-08): 20 × Serve's default timeout
+#: (DEFAULT_HEALTH_CHECK_TIMEOUT_S, 30 s, serve/_private/constants.py), far past the one under
+#: test; the replica is stopped (and its thread with it) long before.
+HANG_S = 600.0
+
 
 @serve.deployment
 class Patient:
     """A replica whose ``check_health`` fails on command (SERVE-02).
 
     ``set_checks(pattern)``: the next checks fail where ``pattern`` says True, then pass;
-    ``set_checks([], always=True)``: every check fails from now on. Every check is appended, with its
-    wall-clock time and outcome, to a file on the replica's node named after the actor, so the
-    count of failures survives the replica.
+    ``set_checks([], always=True)``: every check fails from now on; ``set_hang()``: every check
+    from now on blocks (:data:`HANG_S`, in the thread Serve runs a sync method in) and never
+    returns (SERVE-08). Every check is appended, with its wall-clock time and outcome (``ok``,
+    ``fail``, ``hang``), to a file on the replica's node named after the actor, so the count
+    survives the replica.
     """
 
     def __init__(self) -> None:
         self.pattern: list[bool] = []
         self.always = False
+        self.hang = False
         self.actor_id = ray.get_runtime_context().get_actor_id()
         self.node_id = ray.get_runtime_context().get_node_id()
         # The id the controller's log names the replica by.
@@ -61,12 +69,20 @@ class Patient:
     def check_health(self) -> None:
         with self.lock:
             fail = self.pattern.pop(0) if self.pattern else self.always
+            hang = self.hang
             now = time.time()
-            self.checks.append((round(now, 3), not fail))
+            self.checks.append((round(now, 3), not fail and not hang))
             with open(self.log, "a") as out:
-                out.write(f"{now:.3f} {'fail' if fail else 'ok'}\n")
+                out.write(f"{now:.3f} {'hang' if hang else 'fail' if fail else 'ok'}\n")
+        if hang:
+            time.sleep(HANG_S)  # outside the lock: requests and reports go on
         if fail:
             raise RuntimeError(HEALTH_ERROR)
+
+    def set_hang(self) -> dict[str, Any]:
+        with self.lock:
+            self.hang = True
+        return self.report()
 
     def set_checks(self, pattern: list[bool], always: bool = False) -> dict[str, Any]:
         with self.lock:
@@ -180,6 +196,56 @@ def health_rounds(period_s: float, extra_checks: int = 6, timeout: float = 120.0
         "new_answered_at": after.get("t"),
     }
     return rounds
+
+
+def hang_round(
+    period_s: float, timeout_s: float, num_cpus: float, timeout: float = 120.0
+) -> dict[str, Any]:
+    """SERVE-08: ``patient`` deployed again with ``health_check_timeout_s``, two passing checks,
+    then every check hangs; asks the replica (through its handle) twice a second until another
+    actor answers. Reports the hung replica, when the hang was set (its clock), how many asks
+    it answered while hung, and its replacement."""
+    connect()
+    app = Patient.options(
+        num_replicas=1,
+        ray_actor_options={"num_cpus": num_cpus},
+        health_check_period_s=period_s,
+        health_check_timeout_s=timeout_s,
+        graceful_shutdown_timeout_s=1,
+    ).bind()
+    handle = serve.run(app, name=PATIENT_APP, route_prefix="/patient")
+    first = handle.report.remote().result(timeout_s=60)
+    until(
+        lambda: handle.report.remote().result(timeout_s=10),
+        lambda i: i["n_checks"] >= first["n_checks"] + 2,
+        timeout,
+    )
+    before = handle.set_hang.remote().result(timeout_s=30)
+    emit("hung", actor_id=before["actor_id"], node_id=before["node_id"])
+    answered: list[float] = []
+    failed: list[dict[str, Any]] = []
+    after: dict[str, Any] = {}
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            after = handle.report.remote().result(timeout_s=10)
+        except Exception as exc:  # noqa: BLE001 - the replica being replaced: counted
+            failed.append({"t": time.time(), "error": describe(exc)})
+            after = {}
+        if after.get("actor_id") == before["actor_id"]:
+            answered.append(after["t"])
+        elif after.get("actor_id"):
+            break
+        time.sleep(0.5)
+    return {
+        "before": before,
+        "hung_at": before["t"],
+        "answered_while_hung": len(answered),
+        "last_answer": answered[-1] if answered else None,
+        "failed": failed[:20],
+        "after": after,
+        "replaced": after.get("actor_id") not in (None, before["actor_id"]),
+    }
 
 
 def _watch(app: str, done: Any, timeout: float) -> tuple[dict[str, Any], list[dict[str, Any]]]:

@@ -98,7 +98,7 @@ def test_obj01_a_read_that_fails_an_extra_re_execution_or_a_late_read_fails() ->
     assert "re-executed elsewhere" in reconstructed_once(same_node, T0, "worker-1", BAND).reason
     late = reconstructed_once({**REBUILT, "t_driver_outcome": T0 + 50.0}, T0, "worker-1", BAND)
     assert (late.outcome, late.claim) == ("failed", "OBJ-01")
-    assert "read back 50.0 s after the kill, bound 48.0 s" in late.reason
+    assert "read came 50.0 s after the kill, bound 48.0 s" in late.reason
     assert late.measured[0].value == 50.0  # a failed verdict's number still reaches the report
 
 
@@ -249,7 +249,7 @@ def test_obj04_a_secondary_copys_node_death_loses_nothing() -> None:
     assert lost.outcome == "failed"
     assert "the dependent task must read the object" in lost.reason
     late = secondary_copy_survives({**COPY_LOST, "t_driver_outcome": T0 + 49.0}, T0, BAND)
-    assert "read 49.0 s after the kill, bound 48.0 s" in late.reason
+    assert "read came 49.0 s after the kill, bound 48.0 s" in late.reason
 
 
 # OBJ-06 (2.60.0): seven 21 539 B specs, budget 100 000 B; the fifth completion overran it
