@@ -264,15 +264,8 @@ def test_gcs_outage_keeps_running_work_and_a_restart_reloads_state(
     restart = experiment.nemesis.restart_head()
     back = time.time()
     experiment.measure("the head's restart (s)", round(back - restart.injected_at, 2))
-    # A judged window: an outage stretched past the raylets' patience by a starved host is
-    # inconclusive (too busy), not broken.
-    outage = experiment.measure(
-        "GCS down → head back (s)",
-        round(back - gcs.injected_at, 2),
-        band=(0.0, reconnect_s),
-        start=gcs.injected_at,
-        end=back,
-    )
+    # Not a banded window (see SERVE-06's): it spans the head's boot with minutes of room.
+    outage = experiment.measure("GCS down → head back (s)", round(back - gcs.injected_at, 2))
     if outage >= reconnect_s:
         raise FaultNotObserved(
             f"the outage lasted {outage} s, not inside gcs_rpc_server_reconnect_timeout_s "

@@ -147,14 +147,12 @@ def _outage(experiment: Experiment, update: WorkloadRun) -> tuple[Fault, Fault, 
     restart = experiment.nemesis.restart_head()
     back = time.time()
     experiment.measure("SERVE-06 the head's restart (s)", round(back - restart.injected_at, 2))
-    # A judged window: an outage stretched past the raylets' patience by a starved host is
-    # inconclusive (too busy), not broken.
+    # Not a banded window: the stall check is for windows a stalled node can push past their
+    # band (seconds); this one spans the head's boot and has minutes of room. An outage past
+    # the knob ends the body right after the restart, its last strike: a starved restart
+    # reads inconclusive from that stretch.
     outage = experiment.measure(
-        "SERVE-06 GCS down → head back (s)",
-        round(back - gcs.injected_at, 2),
-        band=(0.0, float(SERVE06_RECONNECT_S)),
-        start=gcs.injected_at,
-        end=back,
+        "SERVE-06 GCS down → head back (s)", round(back - gcs.injected_at, 2)
     )
     if outage >= SERVE06_RECONNECT_S:
         raise FaultNotObserved(

@@ -241,9 +241,18 @@ def hung_check_times_out(
     )
     hung = [t for t, outcome in seen.checks if outcome == "hang"]
     passed_after = [t for t, outcome in seen.checks if outcome != "hang" and t >= seen.hung_at]
-    j.measure("SERVE-08 hung checks the replica ran", len(hung))
+    # As in SERVE-02: the step that gives the verdict may send one more check (its period has
+    # run out) before the replica leaves the running set; it hangs too.
+    before = [t for t in hung if t < verdict_["t"] + STAMP_S]
+    j.measure("SERVE-08 hung checks the replica ran, before and after the verdict", [
+        len(before), len(hung) - len(before)
+    ])  # fmt: skip
     j.require(not passed_after, f"a check returned after the hang: {passed_after}")
-    j.require(len(hung) == threshold, f"the replica ran {len(hung)} hung checks: {hung}")
+    j.require(
+        len(before) == threshold and len(hung) - len(before) <= 1,
+        f"the replica ran {len(before)} hung checks before the verdict and "
+        f"{len(hung) - len(before)} after it: {hung}",
+    )
     window = j.measure(
         "SERVE-08 hang → marked unhealthy (s)",
         round(verdict_["t"] - seen.hung_at, 3),

@@ -66,6 +66,10 @@ def test_a_late_verdict_or_checks_in_parallel_or_a_returned_check_fail() -> None
     assert "a check returned after the hang" in hung_check_times_out(returned, 3, 2.0, BAND).reason
     other = replace(SEEN, timeouts=[line(2.4, after_s=30.0), *SEEN.timeouts[1:]])
     assert "timed out after 2.0 s" in hung_check_times_out(other, 3, 2.0, BAND).reason
+    four = replace(SEEN, checks=[*SEEN.checks, (T0 + 6.0, "hang")])
+    assert "4 hung checks before the verdict" in hung_check_times_out(four, 3, 2.0, BAND).reason
+    one_more = replace(SEEN, checks=[*SEEN.checks, (T0 + 6.7, "hang")])
+    assert hung_check_times_out(one_more, 3, 2.0, BAND).held
     twice = replace(SEEN, verdicts=[line(6.6, in_a_row=2)])
     assert "the threshold is 3" in hung_check_times_out(twice, 3, 2.0, BAND).reason
 
