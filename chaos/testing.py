@@ -163,6 +163,7 @@ from chaos.spec.knobs import (
 )
 from chaos.spec.plan import (
     GCS_PORT,
+    RAY_LOGS,
 )
 from chaos.spec.rpc_failures import (
     Mode,
@@ -204,6 +205,7 @@ __all__ = [
     "PREEMPTED_MESSAGE",
     "PRESETS",
     "RAYLET_RECONNECT_TIMEOUT_S",
+    "RAY_LOGS",
     "RETRIES_DISABLED",
     "RPC_PROBE",
     "RPC_PROBE_S",

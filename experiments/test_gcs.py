@@ -26,6 +26,7 @@ import pytest
 from chaos.testing import (
     FAST_HEALTH_CHECKS,
     GCS_RECONNECT,
+    RAY_LOGS,
     Experiment,
     FaultNotObserved,
     Kind,
@@ -35,6 +36,7 @@ from chaos.testing import (
     absent_reason,
     applies,
     first_logged,
+    record,
     wait_until,
 )
 
@@ -162,6 +164,17 @@ def exit_cause(experiment: Experiment, node: str) -> tuple[str, float] | None:
     """Which of :data:`EXIT_CAUSES` the node's raylet logged first, and when (or None)."""
     seen = first_logged(experiment.cluster, node, EXIT_CAUSES)
     return min(seen.items(), key=lambda item: item[1]) if seen else None
+
+
+def log_tail(experiment: Experiment, node: str, lines: int = 40) -> dict[str, str]:
+    """The last ``lines`` of the node's raylet logs and the fatal and agent lines in them."""
+    script = (
+        f"cd {RAY_LOGS} && for f in raylet.out raylet.err dashboard_agent.log; do "
+        f'echo "== $f"; tail -n {lines} "$f" 2>&1; done; echo "== F/agent lines"; '
+        "grep -h -e '^\\[.* F ' -e 'agent' raylet.out raylet.err 2>/dev/null | tail -n 20; true"
+    )
+    out = experiment.cluster.exec(node, ["sh", "-c", script], timeout=30)
+    return {"exit_code": str(out.exit_code), "output": out.output[-12000:]}
 
 
 def driver_exit(experiment: Experiment, run: WorkloadRun) -> dict[str, Any]:
@@ -324,6 +337,11 @@ def test_gcs_away_longer_than_reconnect_timeout_ends_raylets_and_drivers(
         "GCS kill → raylets and driver gone, host poll (s)", round(time.time() - gcs.injected_at, 2)
     )
     causes = {name: exit_cause(experiment, name) for name in old}
+    for name in (n for n, cause in causes.items() if cause is None):
+        # Which way it went instead (CI, 7 December: one raylet gone on time without a cause).
+        record(experiment, f"GCS-04 {name}'s raylet logs without an exit cause", log_tail(
+            experiment, name
+        ))  # fmt: skip
     exited = driver_exit(experiment, driver)
     experiment.nemesis.restart_head()
     back = time.time()
