@@ -14,19 +14,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from chaos.testing import Finding, Judging, RaceLost, verdict
+from chaos.testing import Judging, RaceLost, verdict
 
 #: ``DeathReason`` values of ``ray.nodes()`` (``gcs.proto`` NodeDeathInfo.Reason).
 AUTOSCALER_DRAIN_PREEMPTED = 3
 
 Seen = Mapping[str, Any]
-
-
-class PreemptionRetryCounted(Finding):
-    """CHURN-05's task half failed: the retry a preemption cost was counted (the finding of
-    the ``sigkill`` end)."""
-
-    claims: ClassVar[tuple[str, ...]] = ("CHURN-05",)
 
 
 class SigtermRetryRaceLost(RaceLost):
@@ -35,6 +28,21 @@ class SigtermRetryRaceLost(RaceLost):
     (SIGTERM_RACE in the experiment), once the owner's log has ordered the two."""
 
     claims: ClassVar[tuple[str, ...]] = ("CHURN-05",)
+
+
+class SigkillRetryRaceLost(RaceLost):
+    """The ``sigkill`` end's race, as it usually goes: the task's first attempt failed at its
+    owner before the GCS's notice of the node's death reached it, so Ray counted the retry
+    (SIGKILL_RACE in the experiment). Once the notice came first and the retry was free."""
+
+    claims: ClassVar[tuple[str, ...]] = ("CHURN-05",)
+
+
+#: Each end's lost race.
+RACE_LOST: dict[str, type[RaceLost]] = {
+    "sigterm": SigtermRetryRaceLost,
+    "sigkill": SigkillRetryRaceLost,
+}
 
 
 def knew_first(order: Mapping[str, Any]) -> bool:
@@ -117,10 +125,10 @@ def recorded_as_preemption(j: Judging, seen: Seen, message: str) -> str:
 def preemption_is_free(j: Judging, seen: Seen, order: Mapping[str, Any], end: str) -> str:
     """The retry and restart a preemption cost are free: a second, plain kill of where they
     went is survived with max_retries=1, max_restarts=1 (the actor restarted twice, once
-    counted as the preemption's; the task in its third execution). A counted retry is the
-    ``sigkill`` end's finding; at the ``sigterm`` end, one the owner's log explains (its first
-    attempt failed before the notice of the death reached it) is the lost race; one it does
-    not explain fails."""
+    counted as the preemption's; the task in its third execution). At either end a counted
+    retry the owner's log explains (its first attempt failed before the notice of the death
+    reached it) is the lost race, the end's intermittent finding; one it does not explain
+    fails."""
     j.require(
         seen["counter_after_kill"]["error"] is None,
         "the actor (max_restarts=1) must survive a preemption and a kill: "
@@ -134,9 +142,9 @@ def preemption_is_free(j: Judging, seen: Seen, order: Mapping[str, Any], end: st
     task = seen["task"]
     executions = len(seen["executions"])
     free = task["error"] is None and executions == 3
-    if end == "sigterm" and not knew_first(order):
-        # The owner decided before it knew (SIGTERM_RACE). A log that orders nothing, or a
-        # free retry against Ray's own rule, is no lost race.
+    if not knew_first(order):
+        # The owner decided before it knew (SIGTERM_RACE, SIGKILL_RACE). A log that orders
+        # nothing, or a free retry against Ray's own rule, is no lost race.
         if not (order.get("failure_first") or order.get("error") == "WORKER_DIED"):
             j.unknown(f"the owner's log must order the death and the failure: {dict(order)}")
         j.require(
@@ -144,16 +152,17 @@ def preemption_is_free(j: Judging, seen: Seen, order: Mapping[str, Any], end: st
             f"the owner decided before it knew of the death, yet the retry was free: {dict(order)}",
         )
         j.fail(
-            "the sigterm end's race lost: the task's first attempt failed at its owner "
+            f"the {end} end's race lost: the task's first attempt failed at its owner "
             f"({order.get('error')}) before the GCS's notice of the node's death reached it "
             f"(notice → failure {order.get('death_to_failure_s')} s), so its retry was counted: "
             f"{executions} executions, {(task['error'] or {}).get('type')}",
-            SigtermRetryRaceLost,
+            RACE_LOST[end],
         )
-    lost = f"the task (max_retries=1) must survive the preemption and a kill: {executions} executions, {task['error']}"
-    if end == "sigterm":
-        # The notice came first, so Ray's own rule makes the retry free: not the race.
-        j.require(free, f"{lost}; the owner knew of the death first: {dict(order)}")
-    j.require(free, lost, PreemptionRetryCounted)
+    # The notice came first, so Ray's own rule makes the retry free: not the race.
+    j.require(
+        free,
+        f"the task (max_retries=1) must survive the preemption and a kill: {executions} "
+        f"executions, {task['error']}; the owner knew of the death first: {dict(order)}",
+    )
     j.require(task["value"]["execution"] == 3, f"the third execution returns: {task['value']}")
     return "the actor's restart and the task's retry after the preemption were free"
