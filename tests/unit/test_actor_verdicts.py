@@ -4,32 +4,18 @@ from __future__ import annotations
 
 from copy import deepcopy
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from chaos.testing import Band
-
-if TYPE_CHECKING:
-    # The suite installs as chaos.experiments through the editable install's import hook, which
-    # mypy cannot follow; it checks the same modules as experiments/.
-    from experiments.verdicts.actors import (
-        LostOutput,
-        Struck,
-        calls_during_restart,
-        dies_with_owner,
-        dies_without_restarts,
-        output_reconstructed,
-        restarts_once,
-    )
-else:
-    from chaos.experiments.verdicts.actors import (
-        LostOutput,
-        Struck,
-        calls_during_restart,
-        dies_with_owner,
-        dies_without_restarts,
-        output_reconstructed,
-        restarts_once,
-    )
+from experiments.verdicts.actors import (
+    LostOutput,
+    Struck,
+    calls_during_restart,
+    dies_with_owner,
+    dies_without_restarts,
+    output_reconstructed,
+    restarts_once,
+)
 
 T0 = 1_796_800_000.0
 BAND = Band(3.0, 6.5, "FAST_HEALTH_CHECKS")

@@ -5,28 +5,16 @@ from __future__ import annotations
 
 from copy import deepcopy
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    # The suite installs as chaos.experiments through the editable install's import hook, which
-    # mypy cannot follow; it checks the same modules as experiments/.
-    from experiments.verdicts.advice import (
-        KNOB,
-        RunbookOptions,
-        global_strategy_rejected,
-        runbook_options_rejected,
-        submit_job_refuses_max_resources,
-        throughput_knob_changes_nothing,
-    )
-else:
-    from chaos.experiments.verdicts.advice import (
-        KNOB,
-        RunbookOptions,
-        global_strategy_rejected,
-        runbook_options_rejected,
-        submit_job_refuses_max_resources,
-        throughput_knob_changes_nothing,
-    )
+from experiments.verdicts.advice import (
+    KNOB,
+    RunbookOptions,
+    global_strategy_rejected,
+    runbook_options_rejected,
+    submit_job_refuses_max_resources,
+    throughput_knob_changes_nothing,
+)
 
 
 def rejected(flag: str, seconds: float) -> dict[str, Any]:

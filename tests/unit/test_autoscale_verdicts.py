@@ -4,52 +4,28 @@ and ``workloads.autoscale`` report them (numbers from docs/evidence/autoscale.md
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from chaos.testing import CheckFailed, MissingEvidence
-
-if TYPE_CHECKING:
-    # The suite installs as chaos.experiments through the editable install's import hook, which
-    # mypy cannot follow; it checks the same modules as experiments/.
-    from experiments.verdicts.autoscale import (
-        PENDING_GROUP_LINE,
-        AutoscalerKill,
-        BrokenType,
-        Capped,
-        Demand,
-        Infeasible,
-        PendingGroup,
-        broken_type_reported,
-        caps_hold,
-        demand_fits_its_type,
-        idle_node_removed,
-        infeasible_reported,
-        killed_autoscaler_stays_dead,
-        min_workers_replaced,
-        pending_group_placed,
-        report_time,
-        request_holds_until_released,
-    )
-else:
-    from chaos.experiments.verdicts.autoscale import (
-        PENDING_GROUP_LINE,
-        AutoscalerKill,
-        BrokenType,
-        Capped,
-        Demand,
-        Infeasible,
-        PendingGroup,
-        broken_type_reported,
-        caps_hold,
-        demand_fits_its_type,
-        idle_node_removed,
-        infeasible_reported,
-        killed_autoscaler_stays_dead,
-        min_workers_replaced,
-        pending_group_placed,
-        report_time,
-        request_holds_until_released,
-    )
+from experiments.verdicts.autoscale import (
+    PENDING_GROUP_LINE,
+    AutoscalerKill,
+    BrokenType,
+    Capped,
+    Demand,
+    Infeasible,
+    PendingGroup,
+    broken_type_reported,
+    caps_hold,
+    demand_fits_its_type,
+    idle_node_removed,
+    infeasible_reported,
+    killed_autoscaler_stays_dead,
+    min_workers_replaced,
+    pending_group_placed,
+    report_time,
+    request_holds_until_released,
+)
 
 T0 = 1_796_900_000.0
 #: The experiment's windows (test_autoscale.py): LAUNCH_S, IDLE_S and its removal bound,

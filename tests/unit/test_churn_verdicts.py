@@ -5,28 +5,16 @@ cannot decide; a won race (the notice first) is judged as strictly as ever."""
 from __future__ import annotations
 
 from copy import deepcopy
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from chaos.testing import CheckFailed, MissingEvidence
-
-if TYPE_CHECKING:
-    # The suite installs as chaos.experiments through the editable install's import hook, which
-    # mypy cannot follow; it checks the same modules as experiments/.
-    from experiments.verdicts.churn import (
-        SigkillRetryRaceLost,
-        SigtermRetryRaceLost,
-        drain_keeps_work_off,
-        preemption_is_free,
-        recorded_as_preemption,
-    )
-else:
-    from chaos.experiments.verdicts.churn import (
-        SigkillRetryRaceLost,
-        SigtermRetryRaceLost,
-        drain_keeps_work_off,
-        preemption_is_free,
-        recorded_as_preemption,
-    )
+from experiments.verdicts.churn import (
+    SigkillRetryRaceLost,
+    SigtermRetryRaceLost,
+    drain_keeps_work_off,
+    preemption_is_free,
+    recorded_as_preemption,
+)
 
 MESSAGE = "raychaos: spot reclaimed"
 IDLE = {"accepted": False, "rejection": "The node is no longer idle"}

@@ -5,49 +5,27 @@ cannot decide."""
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    # The suite installs as chaos.experiments through the editable install's import hook, which
-    # mypy cannot follow; it checks the same modules as experiments/.
-    from experiments.verdicts.gcs import (
-        RECONNECT_TIMEOUT,
-        WRONG_CLUSTER,
-        GcsAway,
-        GcsCrashedOnLostRedis,
-        LogLine,
-        NewCluster,
-        Outage,
-        RedisKill,
-        exits_on_lost_redis,
-        gives_up_after_reconnect_timeout,
-        head_death_ends_the_cluster,
-        new_cluster_refuses_the_old,
-        outage_keeps_work,
-        restart_reloads,
-        retry_delays_s,
-        rocksdb_reloads,
-    )
-else:
-    from chaos.experiments.verdicts.gcs import (
-        RECONNECT_TIMEOUT,
-        WRONG_CLUSTER,
-        GcsAway,
-        GcsCrashedOnLostRedis,
-        LogLine,
-        NewCluster,
-        Outage,
-        RedisKill,
-        exits_on_lost_redis,
-        gives_up_after_reconnect_timeout,
-        head_death_ends_the_cluster,
-        new_cluster_refuses_the_old,
-        outage_keeps_work,
-        restart_reloads,
-        retry_delays_s,
-        rocksdb_reloads,
-    )
 from chaos.testing import CheckFailed, MissingEvidence
+from experiments.verdicts.gcs import (
+    RECONNECT_TIMEOUT,
+    WRONG_CLUSTER,
+    GcsAway,
+    GcsCrashedOnLostRedis,
+    LogLine,
+    NewCluster,
+    Outage,
+    RedisKill,
+    exits_on_lost_redis,
+    gives_up_after_reconnect_timeout,
+    head_death_ends_the_cluster,
+    new_cluster_refuses_the_old,
+    outage_keeps_work,
+    restart_reloads,
+    retry_delays_s,
+    rocksdb_reloads,
+)
 
 KNOBS = {
     "gcs_redis_heartbeat_interval_milliseconds": 100,

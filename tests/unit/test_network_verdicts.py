@@ -5,28 +5,15 @@ decide, a comeback of the old id fails."""
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
 from chaos.testing import Band, CheckFailed, MissingEvidence
-
-if TYPE_CHECKING:
-    # The suite installs as chaos.experiments through the editable install's import hook, which
-    # mypy cannot follow; it checks the same modules as experiments/.
-    from experiments.verdicts.network import (
-        CutTask,
-        PartitionedTaskNotRetried,
-        dead_in_band,
-        failed_over,
-        stays_dead_after_heal,
-    )
-else:
-    from chaos.experiments.verdicts.network import (
-        CutTask,
-        PartitionedTaskNotRetried,
-        dead_in_band,
-        failed_over,
-        stays_dead_after_heal,
-    )
+from experiments.verdicts.network import (
+    CutTask,
+    PartitionedTaskNotRetried,
+    dead_in_band,
+    failed_over,
+    stays_dead_after_heal,
+)
 
 #: FAST_HEALTH_CHECKS' band (docs/evidence/network.md: [2 s, 18 s]).
 BAND = Band(2.0, 18.0, "FAST_HEALTH_CHECKS")

@@ -4,30 +4,17 @@ from __future__ import annotations
 
 from copy import deepcopy
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from chaos.testing import MISSED_HEARTBEATS, Band, MissingEvidence
-
-if TYPE_CHECKING:
-    # The suite installs as chaos.experiments through the editable install's import hook, which
-    # mypy cannot follow; it checks the same modules as experiments/.
-    from experiments.verdicts.nodes import (
-        NodeStrike,
-        Restart,
-        graceful_stop,
-        killed_node,
-        killed_raylet,
-        rejoins_under_a_new_id,
-    )
-else:
-    from chaos.experiments.verdicts.nodes import (
-        NodeStrike,
-        Restart,
-        graceful_stop,
-        killed_node,
-        killed_raylet,
-        rejoins_under_a_new_id,
-    )
+from experiments.verdicts.nodes import (
+    NodeStrike,
+    Restart,
+    graceful_stop,
+    killed_node,
+    killed_raylet,
+    rejoins_under_a_new_id,
+)
 
 T0 = 1_796_600_000.0
 BAND = Band(3.0, 6.5, "FAST_HEALTH_CHECKS")

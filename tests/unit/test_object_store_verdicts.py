@@ -6,43 +6,24 @@ from __future__ import annotations
 
 from copy import deepcopy
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    # The suite installs as chaos.experiments through the editable install's import hook, which
-    # mypy cannot follow; it checks the same modules as experiments/.
-    from experiments.verdicts.object_store import (
-        FallbackAllocatedInsteadOfStoreFull,
-        Fill,
-        HeadCaps,
-        OutOfDiskInsteadOfStoreFull,
-        SpilledDespiteEnvKnob,
-        caps_only_declared_work,
-        full_spill_disk,
-        kills_the_worker_not_the_node,
-        oom_knobs_take_effect,
-        spilled_past_the_store,
-        store_full_once_the_fallback_is_full,
-        store_full_with_the_env_knob,
-        store_full_without_spilling,
-    )
-else:
-    from chaos.experiments.verdicts.object_store import (
-        FallbackAllocatedInsteadOfStoreFull,
-        Fill,
-        HeadCaps,
-        OutOfDiskInsteadOfStoreFull,
-        SpilledDespiteEnvKnob,
-        caps_only_declared_work,
-        full_spill_disk,
-        kills_the_worker_not_the_node,
-        oom_knobs_take_effect,
-        spilled_past_the_store,
-        store_full_once_the_fallback_is_full,
-        store_full_with_the_env_knob,
-        store_full_without_spilling,
-    )
 from chaos.testing import CheckFailed
+from experiments.verdicts.object_store import (
+    FallbackAllocatedInsteadOfStoreFull,
+    Fill,
+    HeadCaps,
+    OutOfDiskInsteadOfStoreFull,
+    SpilledDespiteEnvKnob,
+    caps_only_declared_work,
+    full_spill_disk,
+    kills_the_worker_not_the_node,
+    oom_knobs_take_effect,
+    spilled_past_the_store,
+    store_full_once_the_fallback_is_full,
+    store_full_with_the_env_knob,
+    store_full_without_spilling,
+)
 
 FILL = Fill(total_mb=300, size_mb=10)
 STATS = (

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from copy import deepcopy
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pytest
 
@@ -17,39 +17,20 @@ from chaos.testing import (
     ChaosError,
     CheckFailed,
 )
-
-if TYPE_CHECKING:
-    # The suite installs as chaos.experiments through the editable install's import hook, which
-    # mypy cannot follow; it checks the same modules as experiments/.
-    from experiments.verdicts.objects import (
-        LineageOverEvicted,
-        Lost,
-        OwnerKill,
-        TwoLosses,
-        evicted_lineage_is_unrecoverable,
-        evicts_down_to_half_the_budget,
-        lost_after_its_budget,
-        lost_without_retries,
-        owner_death_is_final,
-        reconstructed_once,
-        rule_evictions,
-        secondary_copy_survives,
-    )
-else:
-    from chaos.experiments.verdicts.objects import (
-        LineageOverEvicted,
-        Lost,
-        OwnerKill,
-        TwoLosses,
-        evicted_lineage_is_unrecoverable,
-        evicts_down_to_half_the_budget,
-        lost_after_its_budget,
-        lost_without_retries,
-        owner_death_is_final,
-        reconstructed_once,
-        rule_evictions,
-        secondary_copy_survives,
-    )
+from experiments.verdicts.objects import (
+    LineageOverEvicted,
+    Lost,
+    OwnerKill,
+    TwoLosses,
+    evicted_lineage_is_unrecoverable,
+    evicts_down_to_half_the_budget,
+    lost_after_its_budget,
+    lost_without_retries,
+    owner_death_is_final,
+    reconstructed_once,
+    rule_evictions,
+    secondary_copy_survives,
+)
 
 T0 = 1_796_800_000.0
 MB = 1024 * 1024

@@ -5,42 +5,23 @@ from __future__ import annotations
 
 from copy import deepcopy
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from chaos.testing import MissingEvidence
-
-if TYPE_CHECKING:
-    # The suite installs as chaos.experiments through the editable install's import hook, which
-    # mypy cannot follow; it checks the same modules as experiments/.
-    from experiments.verdicts.pending import (
-        Joined,
-        Membership,
-        StartExit,
-        Unreachable,
-        Waiting,
-        app_errors_fail_fast,
-        gpu_with_type,
-        infeasible_waits,
-        never_joined,
-        pip_env_fails_in_time,
-        ray_start_gives_up,
-        strict_groups_wait,
-    )
-else:
-    from chaos.experiments.verdicts.pending import (
-        Joined,
-        Membership,
-        StartExit,
-        Unreachable,
-        Waiting,
-        app_errors_fail_fast,
-        gpu_with_type,
-        infeasible_waits,
-        never_joined,
-        pip_env_fails_in_time,
-        ray_start_gives_up,
-        strict_groups_wait,
-    )
+from experiments.verdicts.pending import (
+    Joined,
+    Membership,
+    StartExit,
+    Unreachable,
+    Waiting,
+    app_errors_fail_fast,
+    gpu_with_type,
+    infeasible_waits,
+    never_joined,
+    pip_env_fails_in_time,
+    ray_start_gives_up,
+    strict_groups_wait,
+)
 
 IDS = {"head": "a52bf48f", "gplain": "0ddc98a2", "ga100": "753bfecd", "late": "5b7fc37f"}
 

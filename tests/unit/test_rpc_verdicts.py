@@ -6,16 +6,10 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from chaos.testing import MissingEvidence, Mode, RpcFailure
-
-if TYPE_CHECKING:
-    # The suite installs as chaos.experiments through the editable install's import hook, which
-    # mypy cannot follow; it checks the same modules as experiments/.
-    from experiments.verdicts.rpc import Case, actor_call_at_most_once, task_returns
-else:
-    from chaos.experiments.verdicts.rpc import Case, actor_call_at_most_once, task_returns
+from experiments.verdicts.rpc import Case, actor_call_at_most_once, task_returns
 
 PUSH = "CoreWorkerService.grpc_client.PushTask"
 LEASE = "NodeManagerService.grpc_client.RequestWorkerLease"

@@ -2,16 +2,9 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import pytest
 
-if TYPE_CHECKING:
-    # The suite installs as chaos.experiments through the editable install's import hook, which
-    # mypy cannot follow; it checks the same module as experiments/ (pyproject's mypy files).
-    from experiments.test_scheduling import HYBRID, SPREAD_N, check_spread
-else:
-    from chaos.experiments.test_scheduling import HYBRID, SPREAD_N, check_spread
+from experiments.test_scheduling import HYBRID, SPREAD_N, check_spread
 
 NODES = ["head", "worker-1", "worker-2"]
 

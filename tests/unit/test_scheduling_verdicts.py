@@ -3,30 +3,17 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from chaos.testing import MissingEvidence
-
-if TYPE_CHECKING:
-    # The suite installs as chaos.experiments through the editable install's import hook, which
-    # mypy cannot follow; it checks the same modules as experiments/.
-    from experiments.verdicts.scheduling import (
-        affinity_to_dead,
-        head_only_resource,
-        hybrid_policy,
-        spread_evenly,
-        unbalanced,
-        zero_cpu_head,
-    )
-else:
-    from chaos.experiments.verdicts.scheduling import (
-        affinity_to_dead,
-        head_only_resource,
-        hybrid_policy,
-        spread_evenly,
-        unbalanced,
-        zero_cpu_head,
-    )
+from experiments.verdicts.scheduling import (
+    affinity_to_dead,
+    head_only_resource,
+    hybrid_policy,
+    spread_evenly,
+    unbalanced,
+    zero_cpu_head,
+)
 
 NODES = ["head", "worker-1", "worker-2"]
 FREE = {"available": 12.0, "total": 12.0, "waited_s": 0.55}

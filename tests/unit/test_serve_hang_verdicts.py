@@ -3,18 +3,8 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    # The suite installs as chaos.experiments through the editable install's import hook, which
-    # mypy cannot follow; it checks the same modules as experiments/.
-    from experiments.verdicts.serve_health import HungChecks, hang_band, hung_check_times_out
-else:
-    from chaos.experiments.verdicts.serve_health import (
-        HungChecks,
-        hang_band,
-        hung_check_times_out,
-    )
+from experiments.verdicts.serve_health import HungChecks, hang_band, hung_check_times_out
 
 T0 = 1_796_600_000.0
 BAND = hang_band(3, 1.0, 2.0, 1.1)

@@ -11,55 +11,30 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from copy import deepcopy
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pytest
 
-if TYPE_CHECKING:
-    # The suite installs as chaos.experiments through the editable install's import hook, which
-    # mypy cannot follow; it checks the same modules as experiments/.
-    from experiments.verdicts.serve_gcs import (
-        Outage,
-        UpdatedDuringOutage,
-        UpdateNotCompleted,
-        served_through_outage,
-    )
-    from experiments.verdicts.serve_health import HealthRounds, failing_checks, start_failures
-    from experiments.verdicts.serve_nodes import NodeDeath, replicas_moved
-    from experiments.verdicts.serve_processes import (
-        PROXY_RULES,
-        REPLICA_RULES,
-        ProxyChecks,
-        ProxyKill,
-        ReplicaBounds,
-        ReplicaKill,
-        controller_restarted,
-        proxy_replaced,
-        replica_replaced,
-    )
-
-else:
-    from chaos.experiments.verdicts.serve_gcs import (
-        Outage,
-        UpdatedDuringOutage,
-        UpdateNotCompleted,
-        served_through_outage,
-    )
-    from chaos.experiments.verdicts.serve_health import HealthRounds, failing_checks, start_failures
-    from chaos.experiments.verdicts.serve_nodes import NodeDeath, replicas_moved
-    from chaos.experiments.verdicts.serve_processes import (
-        PROXY_RULES,
-        REPLICA_RULES,
-        ProxyChecks,
-        ProxyKill,
-        ReplicaBounds,
-        ReplicaKill,
-        controller_restarted,
-        proxy_replaced,
-        replica_replaced,
-    )
-
 from chaos.testing import CheckFailed, MissingEvidence
+from experiments.verdicts.serve_gcs import (
+    Outage,
+    UpdatedDuringOutage,
+    UpdateNotCompleted,
+    served_through_outage,
+)
+from experiments.verdicts.serve_health import HealthRounds, failing_checks, start_failures
+from experiments.verdicts.serve_nodes import NodeDeath, replicas_moved
+from experiments.verdicts.serve_processes import (
+    PROXY_RULES,
+    REPLICA_RULES,
+    ProxyChecks,
+    ProxyKill,
+    ReplicaBounds,
+    ReplicaKill,
+    controller_restarted,
+    proxy_replaced,
+    replica_replaced,
+)
 
 T0 = 1_796_392_900.0
 UID, NEW_UID = "x9k2abcd", "q7m1efgh"

@@ -7,16 +7,10 @@ from __future__ import annotations
 
 from copy import deepcopy
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from chaos.testing import SIGTERM_MESSAGE, MissingEvidence
-
-if TYPE_CHECKING:
-    # The suite installs as chaos.experiments through the editable install's import hook, which
-    # mypy cannot follow; it checks the same modules as experiments/.
-    from experiments.verdicts.sigterm import Terminated, drains_before_it_ends
-else:
-    from chaos.experiments.verdicts.sigterm import Terminated, drains_before_it_ends
+from experiments.verdicts.sigterm import Terminated, drains_before_it_ends
 
 T0 = 1_796_800_000.0
 TIMEOUT_S = 15.0

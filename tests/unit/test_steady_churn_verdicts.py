@@ -6,34 +6,19 @@ from __future__ import annotations
 
 from copy import deepcopy
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from chaos.testing import RPC_PROBE, CheckFailed, MissingEvidence
-
-if TYPE_CHECKING:
-    # The suite installs as chaos.experiments through the editable install's import hook, which
-    # mypy cannot follow; it checks the same modules as experiments/.
-    from experiments.verdicts.steady_churn import (
-        JUDGES,
-        SteadyRun,
-        actor_calls_exact,
-        borrowed_objects_exact,
-        generator_items_exact,
-        held_first,
-        proofs,
-        tasks_exact,
-    )
-else:
-    from chaos.experiments.verdicts.steady_churn import (
-        JUDGES,
-        SteadyRun,
-        actor_calls_exact,
-        borrowed_objects_exact,
-        generator_items_exact,
-        held_first,
-        proofs,
-        tasks_exact,
-    )
+from experiments.verdicts.steady_churn import (
+    JUDGES,
+    SteadyRun,
+    actor_calls_exact,
+    borrowed_objects_exact,
+    generator_items_exact,
+    held_first,
+    proofs,
+    tasks_exact,
+)
 
 LANES = ("tasks", "actor calls", "generator items", "borrowed objects")
 

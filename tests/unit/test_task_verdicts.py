@@ -4,31 +4,18 @@ from __future__ import annotations
 
 from copy import deepcopy
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    # The suite installs as chaos.experiments through the editable install's import hook, which
-    # mypy cannot follow; it checks the same modules as experiments/.
-    from experiments.verdicts.tasks import (
-        FailureCauseRaceLost,
-        NodeKill,
-        app_exceptions,
-        env_budget,
-        node_died_error,
-        retried_elsewhere,
-        retry_budget,
-    )
-else:
-    from chaos.experiments.verdicts.tasks import (
-        FailureCauseRaceLost,
-        NodeKill,
-        app_exceptions,
-        env_budget,
-        node_died_error,
-        retried_elsewhere,
-        retry_budget,
-    )
 from chaos.testing import CheckFailed
+from experiments.verdicts.tasks import (
+    FailureCauseRaceLost,
+    NodeKill,
+    app_exceptions,
+    env_budget,
+    node_died_error,
+    retried_elsewhere,
+    retry_budget,
+)
 
 T0 = 1_796_700_000.0
 CRASH_ERROR = {

@@ -4,40 +4,22 @@ records shaped as ``workloads.tenancy`` reports them (numbers from docs/evidence
 from __future__ import annotations
 
 from copy import deepcopy
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from chaos.testing import CheckFailed
-
-if TYPE_CHECKING:
-    # The suite installs as chaos.experiments through the editable install's import hook, which
-    # mypy cannot follow; it checks the same modules as experiments/.
-    from experiments.verdicts.tenancy import (
-        MIB,
-        RetriedTaskOutlivesRemovedGroup,
-        StoreRun,
-        driver_exit_spares_detached,
-        entrypoints_placed_not_capped,
-        group_reserves_until_removed,
-        jobs_api_refuses_a_quota,
-        namespaces_isolate_names,
-        removal_ends_retriable_task,
-        spilled_mib_of,
-        tenants_share_the_store,
-    )
-else:
-    from chaos.experiments.verdicts.tenancy import (
-        MIB,
-        RetriedTaskOutlivesRemovedGroup,
-        StoreRun,
-        driver_exit_spares_detached,
-        entrypoints_placed_not_capped,
-        group_reserves_until_removed,
-        jobs_api_refuses_a_quota,
-        namespaces_isolate_names,
-        removal_ends_retriable_task,
-        spilled_mib_of,
-        tenants_share_the_store,
-    )
+from experiments.verdicts.tenancy import (
+    MIB,
+    RetriedTaskOutlivesRemovedGroup,
+    StoreRun,
+    driver_exit_spares_detached,
+    entrypoints_placed_not_capped,
+    group_reserves_until_removed,
+    jobs_api_refuses_a_quota,
+    namespaces_isolate_names,
+    removal_ends_retriable_task,
+    spilled_mib_of,
+    tenants_share_the_store,
+)
 
 HELD = {"namespace": "team-a", "tag": "team-a/A"}
 LOOKUP_FAILED = {"type": "ValueError", "bases": ["Exception", "BaseException"]}

@@ -5,32 +5,17 @@ docs/evidence/cluster-behaviour.md quotes them)."""
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
 from chaos.workload.run import RemoteError
-
-if TYPE_CHECKING:
-    # The suite installs as chaos.experiments through the editable install's import hook, which
-    # mypy cannot follow; it checks the same modules as experiments/.
-    from experiments.verdicts.versions import (
-        RayStart,
-        Registration,
-        mismatched_node_uncounted,
-        other_release_driver_refused,
-        other_release_rejected,
-        patch_skew_rejected,
-        patch_skew_warns_at_minor,
-    )
-else:
-    from chaos.experiments.verdicts.versions import (
-        RayStart,
-        Registration,
-        mismatched_node_uncounted,
-        other_release_driver_refused,
-        other_release_rejected,
-        patch_skew_rejected,
-        patch_skew_warns_at_minor,
-    )
+from experiments.verdicts.versions import (
+    RayStart,
+    Registration,
+    mismatched_node_uncounted,
+    other_release_driver_refused,
+    other_release_rejected,
+    patch_skew_rejected,
+    patch_skew_warns_at_minor,
+)
 
 OTHER = "2.59.0"
 
