@@ -143,6 +143,7 @@ from chaos.nemesis.drain import (
 )
 from chaos.nemesis.process import (
     monitor_pids,
+    still_running,
 )
 from chaos.plugin.factory import (
     ClusterFactory,
@@ -289,6 +290,7 @@ __all__ = [
     "skew_partner",
     "status_now",
     "stays_dead",
+    "still_running",
     "strike_on",
     "under_killer",
     "unobservable_window",

@@ -3,9 +3,9 @@
 #   1. the harness's own tests (unit, plugin, integration on real Docker, and the spread over a
 #      second dockerd started and stopped by tests/integration/test_engines.py);
 #   2. the experiment suite on the default Ray release, into reports/allure-results;
-#   3. a shorter pass on the previous release (node-level claims, the preempted spot node, RPC
-#      failures, a pod's graceful stop, an autoscaler scaling up and down, v1 and v2), into
-#      reports/allure-previous (its image builds in the background during step 1);
+#   3. a shorter pass on the previous release (node-level claims, submitted jobs, the preempted
+#      spot node, RPC failures, a pod's graceful stop, an autoscaler scaling up and down, v1 and
+#      v2), into reports/allure-previous (its image builds in the background during step 1);
 #   4. a comparison of the two (exit 1 on a regression: passed there, failed or broken here);
 #   5. claim coverage of the default release (every claim verified or a recorded finding).
 set -euo pipefail
@@ -25,8 +25,10 @@ pytest tests/ -n 2 --maxschedchunk 1 --durations=15
 # raylets past the experiments' 1 s × 3 health checks (the driver node marked DEAD mid-NODE-01).
 pytest experiments/ -n 3 --alluredir reports/allure-results
 wait "$build" || { echo "building Ray $previous failed:"; tail -20 reports/previous-image.log; exit 1; }
+# JOBS-01 selects test_jobs.py (JOBS-01 … 06); JOBS-07/08 ride on the head-restart experiments
+# of test_gcs.py, which this shorter pass leaves out.
 pytest experiments/ -n 3 --raychaos-ray-version "$previous" \
-  --raychaos-claims 'TASK-*,OBJ-*,ACTOR-*,NODE-*,CHURN-03,CHURN-06,CHURN-07,CHURN-08,AUTOSCALE-01,AUTOSCALE-04' \
+  --raychaos-claims 'TASK-*,OBJ-*,ACTOR-*,NODE-*,JOBS-01,CHURN-03,CHURN-06,CHURN-07,CHURN-08,AUTOSCALE-01,AUTOSCALE-04' \
   --alluredir reports/allure-previous
 raychaos compare reports/allure-previous reports/allure-results -o reports/compare.html
 raychaos coverage reports/allure-results

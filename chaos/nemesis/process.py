@@ -43,12 +43,22 @@ def only_pid(cluster: Cluster, node: str, process: str) -> int:
     return found[0]
 
 
-def assert_gone(cluster: Cluster, node: str, pid: int) -> None:
-    """:class:`~chaos.errors.CheckFailed` while ``pid`` runs in ``node`` (a zombie counts as
-    gone)."""
+def running(cluster: Cluster, node: str, pid: int) -> bool:
+    """Whether ``pid`` runs in ``node`` (a zombie counts as gone)."""
     stat = sh(cluster, node, f"cat /proc/{int(pid)}/stat 2>/dev/null || echo gone", timeout=15)
     fields = stat.rsplit(")", 1)[-1].split()
-    if not (fields in ([], ["gone"]) or fields[0] in {"Z", "X"}):
+    return not (fields in ([], ["gone"]) or fields[0] in {"Z", "X"})
+
+
+def still_running(cluster: Cluster, node: str, found: Sequence[int]) -> list[int]:
+    """Those of the PIDs ``found`` that still run in ``node``: what a fault should have ended,
+    read once, for a verdict to judge."""
+    return [pid for pid in found if running(cluster, node, pid)]
+
+
+def assert_gone(cluster: Cluster, node: str, pid: int) -> None:
+    """:class:`~chaos.errors.CheckFailed` while ``pid`` runs in ``node``."""
+    if running(cluster, node, pid):
         raise CheckFailed(f"PID {pid} still runs in {node}")
 
 
