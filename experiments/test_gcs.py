@@ -279,7 +279,7 @@ def job_after(
                 pytest.mark.xfail(
                     strict=True,
                     raises=OrphanedJobReadsRunning,
-                    reason="FINDING: (2.60.0 x2, 2.59.0 x1, docs/evidence/jobs.md) after a head restart "
+                    reason="FINDING: (2.60.0 x3, 2.59.0 x1, docs/evidence/jobs.md) after a head restart "
                     "under GCS FT a job that ran on the old head reads RUNNING by its status for the "
                     "20 s watched; it turns FAILED ('failed to get job supervisor') 1 s after a "
                     "logs call reaches the head's job agent, which makes its job manager, and "
