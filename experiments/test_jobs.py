@@ -32,12 +32,14 @@ from chaos.testing import (
 from .verdicts.jobs import (
     KILL_TO_FAILED_S,
     Killed,
+    StopAnsweredBySupervisorRaceLost,
     Stopped,
     entrypoint_killed,
     node_death_fails_job,
     runs_on_head_by_default,
     start_times_out,
     stop_signals_then_kills,
+    stopped_stays_stopped,
     supervisor_killed,
 )
 
@@ -73,6 +75,13 @@ def assert_none(left: list[int]) -> None:
 
 
 @pytest.mark.claim("JOBS-01", "JOBS-02", "JOBS-03", "JOBS-04", "JOBS-05", "JOBS-06")
+@pytest.mark.xfail(
+    strict=False,
+    raises=StopAnsweredBySupervisorRaceLost,
+    reason="FINDING (intermittent, docs/evidence/jobs.md): stop_job on a job already read "
+    "STOPPED returned True (CI, 2.60.0, -n 3): Ray answers by whether the supervisor actor "
+    "can still be looked up, and the supervisor writes STOPPED before it exits",
+)
 @pytest.mark.cluster(env=ENV, head={"num_cpus": 0}, workers=WORKERS_1)
 def test_submitted_jobs_under_faults(experiment: Experiment) -> None:
     """JOBS-02: a killed entrypoint ends the job FAILED with its exit code and last lines,
@@ -132,3 +141,5 @@ def test_submitted_jobs_under_faults(experiment: Experiment) -> None:
     record(experiment, "JOBS-05 the entrypoint's node killed", placed)
     experiment.judge(node_death_fails_job(Killed(placed, kill.injected_at, []), band))
     experiment.judge(runs_on_head_by_default(stops["exit"].seen["run"], placed["run"], head))
+    # Last: its lost race is a finding, and every other claim has its verdict by now.
+    experiment.judge(stopped_stays_stopped(stops["exit"], stops["ignore"]))

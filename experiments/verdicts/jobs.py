@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from chaos.testing import Band, Finding, Judging, verdict
+from chaos.testing import Band, Finding, Judging, RaceLost, verdict
 
 #: The supervisor's poll of its entrypoint (``JobSupervisor.SUBPROCESS_POLL_PERIOD_S`` in
 #: job_supervisor.py: 0.1 s).
@@ -194,8 +194,8 @@ def supervisor_killed(j: Judging, killed: Killed) -> str:
 
 @verdict("JOBS-04")
 def stop_signals_then_kills(j: Judging, exits: Stopped, ignores: Stopped, wait_s: float) -> str:
-    """``stop_job`` returns True on a running job and False on a stopped one; SIGTERM reaches
-    the entrypoint; one that exits on it is STOPPED before the stop wait runs out; one that
+    """``stop_job`` returns True on a running job (on a stopped one: :func:`stopped_stays_stopped`);
+    SIGTERM reaches the entrypoint; one that exits on it is STOPPED before the stop wait runs out; one that
     ignores it runs on through the wait and is STOPPED, SIGKILLed, at ``wait_s`` after the
     request (within a supervisor poll and a write); no process of either tree is left; the
     status STOPPED with no exit code."""
@@ -205,10 +205,6 @@ def stop_signals_then_kills(j: Judging, exits: Stopped, ignores: Stopped, wait_s
         j.require(
             seen["stop_returned"] is True,
             f"{name}: stop_job on a running job returned {seen['stop_returned']}",
-        )
-        j.require(
-            seen["stop_again_returned"] is False,
-            f"{name}: stop_job on a stopped job returned {seen['stop_again_returned']}",
         )
         asked = float(seen["asked"])
         stopped_at = first_status(j, seen, "STOPPED")
@@ -255,6 +251,41 @@ def stop_signals_then_kills(j: Judging, exits: Stopped, ignores: Stopped, wait_s
         f"exits on SIGTERM: STOPPED {took['exit']} s after stop_job; ignores it: "
         f"SIGKILLed and STOPPED {took['ignore']} s after (wait {wait_s} s); no process left"
     )
+
+
+class StopAnsweredBySupervisorRaceLost(RaceLost):
+    """JOBS-04's race: ``stop_job`` on a job already STOPPED returned True. Ray answers it by
+    whether the job's supervisor actor can still be looked up (``JobManager.stop_job``), not
+    by the job's status, and the supervisor writes STOPPED before it exits
+    (``JobSupervisor.run``: ``put_status``, then ``exit_actor``): a call between the two is
+    told the job was running."""
+
+    claims: ClassVar[tuple[str, ...]] = ("JOBS-04",)
+
+
+@verdict("JOBS-04")
+def stopped_stays_stopped(j: Judging, exits: Stopped, ignores: Stopped) -> str:
+    """``stop_job`` on a job the client already read STOPPED returns False ("True if the job
+    was running, otherwise False") and changes nothing; True is the race Ray lost
+    (:class:`StopAnsweredBySupervisorRaceLost`), judged after every other verdict of the run."""
+    for name, stopped in (("exit", exits), ("ignore", ignores)):
+        again = stopped.seen["stop_again"]
+        read = first_status(j, stopped.seen, "STOPPED")
+        j.measure(
+            f"JOBS-04 STOPPED read → stop_job again, SIGTERM {name} (s)",
+            round(float(again["t"]) - read, 2),
+        )
+        j.require(
+            again["status_after"] == "STOPPED",
+            f"{name}: after a second stop_job the job read {again}",
+        )
+        if again["returned"] is not False:
+            j.fail(
+                f"{name}: stop_job on a job read STOPPED {float(again['t']) - read:.2f} s before "
+                f"returned {again['returned']}: its supervisor had not exited yet",
+                StopAnsweredBySupervisorRaceLost,
+            )
+    return "stop_job on a stopped job returned False, both ends"
 
 
 @verdict("JOBS-06")

@@ -219,7 +219,9 @@ def stopped(dashboard: str, on_term: str, wait_s: int, watch_s: float = 60.0) ->
     returned = jobs.stop_job(sid)
     seen = watch(jobs, sid, watch_s)
     out = {"run": run, "asked": asked, "stop_returned": returned, **ended(jobs, sid, seen)}
-    out["stop_again_returned"] = jobs.stop_job(sid)
+    again_at = time.time()
+    out["stop_again"] = {"t": again_at, "returned": jobs.stop_job(sid)}
+    out["stop_again"]["status_after"] = str(jobs.get_job_status(sid).value)
     emit("stopped", node_name=run["node_name"], pids=[run["pid"], run["child"]], on_term=on_term)
     return out
 

@@ -13,6 +13,7 @@ from experiments.verdicts.jobs import (
     RECOVERED_S,
     Killed,
     OrphanedJobReadsRunning,
+    StopAnsweredBySupervisorRaceLost,
     Stopped,
     entrypoint_killed,
     job_gone_with_the_cluster,
@@ -21,6 +22,7 @@ from experiments.verdicts.jobs import (
     runs_on_head_by_default,
     start_times_out,
     stop_signals_then_kills,
+    stopped_stays_stopped,
     supervisor_killed,
 )
 
@@ -151,7 +153,8 @@ def stop(name: str, took: float, last_tick: float, **changes: Any) -> dict[str, 
         message="Job was intentionally stopped.",
     )
     seen["log"]["sigterm"] = [{"t": T0 + 0.05, "action": name}]
-    seen.update({"asked": T0, "stop_returned": True, "stop_again_returned": False, **changes})
+    again = {"t": T0 + took + 0.05, "returned": False, "status_after": "STOPPED"}
+    seen.update({"asked": T0, "stop_returned": True, "stop_again": again, **changes})
     return seen
 
 
@@ -180,8 +183,6 @@ def test_an_early_kill_a_late_stop_or_a_survivor_fail_jobs_04() -> None:
     unsignalled = Stopped({**stop("ignore", 5.08, T0 + 4.85)}, [])
     unsignalled.seen["log"]["sigterm"] = []
     assert "the one SIGTERM it got" in stop_signals_then_kills(exits, unsignalled, 5).reason
-    returned = Stopped(stop("exit", 0.98, T0, stop_again_returned=True), [])
-    assert "on a stopped job returned True" in stop_signals_then_kills(returned, ignores, 5).reason
     cut = Stopped(stop("ignore", 5.08, T0 + 2.0), [])
     assert "before the 5 s stop wait ran out" in stop_signals_then_kills(exits, cut, 5).reason
 
@@ -306,3 +307,21 @@ def test_an_orphaned_job_failed_by_the_restarted_head_holds_and_other_ends_fail(
         "status_only": [{"t": T0 + 17.7, "status": "error: RuntimeError", "error": "404"}],
     }
     assert "stay readable" in orphaned_job_failed(unreadable, T0, 20.0).reason
+
+
+def test_stop_job_on_a_stopped_job_is_false_and_true_is_the_race_ray_lost() -> None:
+    exits = Stopped(stop("exit", 0.98, T0), [])
+    ignores = Stopped(stop("ignore", 5.08, T0 + 4.85), [])
+    held = stopped_stays_stopped(exits, ignores)
+    assert held.held and held.claim == "JOBS-04", held.reason
+    late_exit = {"t": T0 + 5.1, "returned": True, "status_after": "STOPPED"}
+    lost = stopped_stays_stopped(
+        exits, Stopped(stop("ignore", 5.08, T0 + 4.85, stop_again=late_exit), [])
+    )
+    assert lost.finding is StopAnsweredBySupervisorRaceLost, lost.reason
+    assert "read STOPPED 0.02 s before returned True" in lost.reason
+    restarted = {"t": T0 + 1.1, "returned": False, "status_after": "RUNNING"}
+    failed = stopped_stays_stopped(
+        Stopped(stop("exit", 0.98, T0, stop_again=restarted), []), ignores
+    )
+    assert failed.outcome == "failed" and failed.finding is None
