@@ -13,7 +13,7 @@ at :data:`STOP_WAIT_S` per job, fast health checks. The verdicts: ``verdicts.job
 
 from __future__ import annotations
 
-import time
+import contextlib
 
 import pytest
 
@@ -58,20 +58,20 @@ WORKERS_1 = [{"name": "worker-1", "count": 1, "num_cpus": 1}]
 ENV = {**FAST_HEALTH_CHECKS, "RAY_JOB_START_TIMEOUT_SECONDS": str(START_TIMEOUT_S)}
 
 
-def gone_at(experiment: Experiment, pids: list[int], timeout: float) -> float | None:
-    """When none of ``pids`` ran on the head any more (polled every 0.25 s), or None if one
-    still ran after ``timeout`` s."""
+def left_after(experiment: Experiment, pids: list[int], timeout: float) -> list[int]:
+    """Those of ``pids`` still running on the head once none ran any more, or ``timeout`` s
+    passed (polled every 0.25 s)."""
     cluster = experiment.cluster
-    try:
-        poll(lambda: assert_none(still_running(cluster, cluster.head.name, pids)), timeout)
-    except AssertionError:
-        return None
-    return time.time()
+    left = list(pids)
 
+    def none_left() -> None:
+        left[:] = still_running(cluster, cluster.head.name, pids)
+        if left:
+            raise CheckFailed(f"still running: PIDs {left}")
 
-def assert_none(left: list[int]) -> None:
-    if left:
-        raise CheckFailed(f"still running: PIDs {left}")
+    with contextlib.suppress(AssertionError):
+        poll(none_left, timeout)
+    return left
 
 
 @pytest.mark.claim("JOBS-01", "JOBS-02", "JOBS-03", "JOBS-04", "JOBS-05", "JOBS-06")
@@ -104,9 +104,11 @@ def test_submitted_jobs_under_faults(experiment: Experiment) -> None:
     kill, event = strike_on(experiment, run, "supervisor_running", KILL_PROCESS)
     seen = run.result()
     entry = [int(event.get("entry_pid"))]
-    gone = gone_at(experiment, entry, GONE_WAIT_S)
-    seen = {**seen, "gone_at": gone, "waited_s": GONE_WAIT_S}
-    seen["still_running"] = still_running(cluster, head, entry)
+    seen = {
+        **seen,
+        "waited_s": GONE_WAIT_S,
+        "still_running": left_after(experiment, entry, GONE_WAIT_S),
+    }
     seen["log"] = cluster.run(
         "workloads.jobs:log_of", dashboard=dashboard, submission_id=seen["run"]["submission_id"]
     ).result()

@@ -85,7 +85,7 @@ def watch(
     """Poll the status every :data:`POLL_S` until it is in ``stop`` (default: terminal) or
     ``timeout`` s pass; the transitions ``{t, status}`` (read errors recorded, not raised:
     the dashboard may not answer mid-fault)."""
-    stop = stop or TERMINAL
+    stop = TERMINAL if stop is None else stop
     seen: list[dict[str, Any]] = []
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -171,7 +171,8 @@ def entrypoint_killed(dashboard: str, hold_s: float, watch_s: float = 60.0) -> d
     seen = watch(jobs, sid, watch_s)
     out = {"run": run, **ended(jobs, sid, seen)}
     held = watch(jobs, sid, hold_s, stop=set())
-    out["held"] = {"s": hold_s, "transitions": held, "log": log_facts(jobs.get_job_logs(sid))}
+    out["held"] = {"s": hold_s, "transitions": held, "ended": time.time()}
+    out["held"]["log"] = log_facts(jobs.get_job_logs(sid))
     try:
         jobs.submit_job(entrypoint=ENTRY, submission_id=sid)
         out["resubmitted"] = {"accepted": True}
